@@ -1,0 +1,1 @@
+"""The DRF face of ilab_memory."""

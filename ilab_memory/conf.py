@@ -1,0 +1,185 @@
+"""The ``ILAB_MEMORY`` settings dict: defaults, lazy reads, per-facade overrides.
+
+Read at call time (``get_config()``), cached until Django says the setting changed, so
+``override_settings(ILAB_MEMORY=...)`` works in tests without a reload.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+from .exceptions import ConfigurationError
+
+DEFAULTS: dict[str, Any] = {
+    # Sessions
+    "SESSION_TIMEOUT_HOURS": 24,
+    "CONTEXT_SESSIONS": 5,
+    "CONTEXT_MEMORIES": 10,
+    "CONTEXT_CANDIDATES": 200,
+    "AUTO_SUMMARY_PREFIX": "Memorias registradas:",
+    "AUTO_SUMMARY_MAX_ITEMS": 20,
+    # Observations
+    "OBSERVATION_TYPES": None,  # None = any slug
+    "TYPE_WEIGHTS": {
+        "decision": 1.5,
+        "architecture": 1.5,
+        "preference": 1.4,
+        "bugfix": 1.2,
+        "pattern": 1.2,
+        "config": 1.1,
+        "discovery": 1.1,
+        "learning": 1.1,
+        "manual": 1.0,
+    },
+    "DEDUPE_WINDOW_MINUTES": 15,
+    "PREVIEW_CHARS": 300,
+    # Limits (characters unless named bytes)
+    "MAX_USER_ID_CHARS": 255,
+    "MAX_TITLE_CHARS": 300,
+    "MAX_CONTENT_CHARS": 50_000,
+    "MAX_SUMMARY_CHARS": 20_000,
+    "MAX_TOPIC_KEY_CHARS": 120,
+    "MAX_METADATA_BYTES": 16 * 1024,
+    "MAX_METADATA_DEPTH": 20,
+    "MAX_QUERY_CHARS": 500,
+    # Search
+    "SEARCH_DEFAULT_LIMIT": 10,
+    "SEARCH_MAX_LIMIT": 50,
+    # Faces
+    "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
+    "REGISTER_ADMIN": True,
+}
+
+# Keys whose value must be a positive integer (checked by the system checks and by overrides).
+POSITIVE_INT_KEYS = (
+    "SESSION_TIMEOUT_HOURS",
+    "CONTEXT_SESSIONS",
+    "CONTEXT_MEMORIES",
+    "CONTEXT_CANDIDATES",
+    "AUTO_SUMMARY_MAX_ITEMS",
+    "PREVIEW_CHARS",
+    "MAX_USER_ID_CHARS",
+    "MAX_TITLE_CHARS",
+    "MAX_CONTENT_CHARS",
+    "MAX_SUMMARY_CHARS",
+    "MAX_TOPIC_KEY_CHARS",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_QUERY_CHARS",
+    "SEARCH_DEFAULT_LIMIT",
+    "SEARCH_MAX_LIMIT",
+)
+NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES",)
+
+# The user_id column is VARCHAR(255); a larger limit could not be stored.
+USER_ID_COLUMN_CHARS = 255
+
+
+class Config:
+    """Read-only view of the effective settings: ``config.SESSION_TIMEOUT_HOURS``."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]):
+        object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"Unknown ilab_memory setting {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Config is read-only")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Config":
+        """A copy with ``overrides`` applied; keys may be given in lower case (``session_timeout_hours``)."""
+        if not overrides:
+            return self
+        values = dict(self._values)
+        for key, value in overrides.items():
+            upper = key.upper()
+            if upper not in DEFAULTS:
+                raise ConfigurationError(f"Unknown ilab_memory setting {key!r}.")
+            values[upper] = value
+        problems = validate_values(values)
+        if problems:
+            raise ConfigurationError("; ".join(problems))
+        return Config(values)
+
+
+def validate_values(values: dict[str, Any]) -> list[str]:
+    """Human-readable problems with a full settings dict (empty when all is well)."""
+    problems = []
+    for key in POSITIVE_INT_KEYS:
+        value = values.get(key)
+        if not _is_int(value) or value < 1:
+            problems.append(f"{key} must be a positive integer")
+    for key in NON_NEGATIVE_INT_KEYS:
+        value = values.get(key)
+        if not _is_int(value) or value < 0:
+            problems.append(f"{key} must be an integer >= 0")
+    if _is_int(values.get("MAX_USER_ID_CHARS")) and values["MAX_USER_ID_CHARS"] > USER_ID_COLUMN_CHARS:
+        problems.append(f"MAX_USER_ID_CHARS cannot exceed {USER_ID_COLUMN_CHARS} (the column size)")
+    weights = values.get("TYPE_WEIGHTS")
+    if not isinstance(weights, dict) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        for k, v in weights.items()
+    ):
+        problems.append("TYPE_WEIGHTS must map type slugs to positive numbers")
+    types = values.get("OBSERVATION_TYPES")
+    if types is not None:
+        from .validation import TYPE_PATTERN
+
+        if isinstance(types, str) or not all(isinstance(t, str) and TYPE_PATTERN.fullmatch(t) for t in types):
+            problems.append("OBSERVATION_TYPES must be None or a list of slugs matching [a-z0-9_-]{1,40}")
+    if not isinstance(values.get("AUTO_SUMMARY_PREFIX"), str):
+        problems.append("AUTO_SUMMARY_PREFIX must be a string")
+    if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
+        problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
+    if not isinstance(values.get("REGISTER_ADMIN"), bool):
+        problems.append("REGISTER_ADMIN must be True or False")
+    if (
+        _is_int(values.get("SEARCH_DEFAULT_LIMIT"))
+        and _is_int(values.get("SEARCH_MAX_LIMIT"))
+        and values["SEARCH_DEFAULT_LIMIT"] > values["SEARCH_MAX_LIMIT"]
+    ):
+        problems.append("SEARCH_DEFAULT_LIMIT cannot exceed SEARCH_MAX_LIMIT")
+    return problems
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_cached: Config | None = None
+
+
+def user_settings() -> dict[str, Any]:
+    from django.conf import settings
+
+    return getattr(settings, "ILAB_MEMORY", None) or {}
+
+
+def get_config(overrides: dict[str, Any] | None = None) -> Config:
+    """The effective settings: defaults, then ``settings.ILAB_MEMORY``, then ``overrides``.
+
+    Unknown keys in ``settings.ILAB_MEMORY`` are ignored here and reported by the system check.
+    """
+    global _cached
+    if _cached is None:
+        values = dict(DEFAULTS)
+        values.update({k: v for k, v in user_settings().items() if k in DEFAULTS})
+        _cached = Config(values)
+    return _cached.with_overrides(overrides) if overrides else _cached
+
+
+def reload(*, setting: str, **kwargs) -> None:
+    """``setting_changed`` receiver: forget the cached config when ``ILAB_MEMORY`` changes."""
+    global _cached
+    if setting == "ILAB_MEMORY":
+        _cached = None

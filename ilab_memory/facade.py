@@ -1,0 +1,240 @@
+"""``ILabMemory``: the Python face. Embedded on a SQLite file, or inside a configured site.
+
+Nothing here imports Django models at module level, so ``from ilab_memory import ILabMemory``
+works before Django is configured.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .exceptions import ConfigurationError, ValidationError
+
+_bootstrap_lock = threading.Lock()
+_embedded_path: str | None = None  # the file this process configured Django on, if any
+
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+
+
+def embedded_settings(path: str) -> dict[str, Any]:
+    """The minimal Django settings of embedded mode, on the SQLite file at ``path``."""
+    return {
+        "INSTALLED_APPS": ["ilab_memory"],
+        "DATABASES": {
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": path,
+                "OPTIONS": {
+                    # IMMEDIATE: a writer takes the lock when it begins, so two writers wait
+                    # for each other (busy timeout) instead of failing with "database is locked".
+                    "transaction_mode": "IMMEDIATE",
+                    "timeout": SQLITE_BUSY_TIMEOUT_SECONDS,
+                    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                },
+            }
+        },
+        "USE_TZ": True,
+        "TIME_ZONE": "UTC",
+        "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
+        "LOGGING_CONFIG": None,
+    }
+
+
+def _check_path(path: str) -> str:
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise ConfigurationError(f"Cannot open the memory file: the folder {parent!r} does not exist.")
+    if os.path.isdir(path):
+        raise ConfigurationError(f"Cannot open the memory file: {path!r} is a folder.")
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise ConfigurationError(f"Cannot open the memory file: {path!r} is not readable and writable.")
+    # SQLite writes its WAL and shared-memory files next to the database.
+    if not os.access(parent, os.W_OK):
+        raise ConfigurationError(f"Cannot open the memory file: the folder {parent!r} is not writable.")
+    return path
+
+
+class ILabMemory:
+    """Durable per-user memory. Every method is scoped by ``user_id``.
+
+    ``ILabMemory(using="default", **overrides)`` inside a Django site; ``ILabMemory.from_path``
+    in a plain script. ``overrides`` are ``ILAB_MEMORY`` keys in any case
+    (``session_timeout_hours=2``) applied to this instance only.
+    """
+
+    def __init__(self, using: str = "default", **overrides: Any):
+        from django.apps import apps
+        from django.conf import settings
+
+        if not settings.configured or not apps.ready:
+            raise ConfigurationError(
+                "Django is not set up. In a plain script use ILabMemory.from_path('memory.db'); "
+                "in a site, create ILabMemory() after Django has started."
+            )
+        if not apps.is_installed("ilab_memory"):
+            raise ConfigurationError("Add 'ilab_memory' to INSTALLED_APPS to use ILabMemory() in a site.")
+        from .conf import get_config
+
+        self.using = using
+        self._overrides = dict(overrides)
+        get_config(self._overrides)  # fail now on a bad override, not on the first call
+
+    @classmethod
+    def from_path(cls, path, **overrides: Any) -> "ILabMemory":
+        """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it.
+
+        Raises ConfigurationError when the folder is missing, the file is not writable, or
+        Django is already configured by a site (use ``ILabMemory()`` there).
+        """
+        global _embedded_path
+        path = _check_path(path)
+        with _bootstrap_lock:
+            from django.conf import settings
+
+            if _embedded_path is None:
+                if settings.configured:
+                    raise ConfigurationError(
+                        "Django is already configured by this process's site; "
+                        "use ILabMemory() (optionally with using=...) instead of from_path()."
+                    )
+                import django
+
+                settings.configure(**embedded_settings(path))
+                django.setup()
+                _migrate()
+                _embedded_path = path
+            elif _embedded_path != path:
+                raise ConfigurationError(
+                    f"This process already uses the memory file {_embedded_path!r}; "
+                    "one process embeds one file."
+                )
+        return cls(**overrides)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _kwargs(self) -> dict[str, Any]:
+        from .conf import get_config
+
+        return {"config": get_config(self._overrides), "using": self.using}
+
+    def _user(self, user_id) -> str:
+        from .conf import get_config
+        from .validation import clean_user_id
+
+        return clean_user_id(user_id, limit=get_config(self._overrides).MAX_USER_ID_CHARS)
+
+    @staticmethod
+    def _count(name: str, value) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValidationError(name, "must be an integer >= 0.", code="invalid_integer")
+        return value
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def mem_session_start(self, user_id: str):
+        """Reuse the live session or open one; returns SessionStartResponse with context."""
+        from .services.sessions import session_start
+
+        return session_start(user_id=user_id, **self._kwargs())
+
+    def mem_session_summary(self, user_id: str, summary: str):
+        """Store a narrative summary on the active session without closing it."""
+        from .services.sessions import session_summary
+
+        return session_summary(user_id=user_id, summary=summary, **self._kwargs())
+
+    def mem_session_end(self, user_id: str, summary: str | None = None):
+        """Close the active session now; raises NoActiveSession (a LookupError) when none."""
+        from .services.sessions import session_end
+
+        return session_end(user_id=user_id, summary=summary, **self._kwargs())
+
+    def mem_get_session(self, user_id: str, session_id: str):
+        from . import selectors
+
+        return selectors.session_get(user_id=self._user(user_id), session_id=session_id, using=self.using)
+
+    def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50):
+        from . import selectors
+
+        return selectors.sessions_list(
+            user_id=self._user(user_id), status=status, limit=self._count("limit", limit), using=self.using
+        )
+
+    def mem_close_expired(self) -> list[str]:
+        """The sweep: auto-close every expired active session; returns their ids."""
+        from .services.sessions import sessions_close_expired
+
+        return sessions_close_expired(**self._kwargs())
+
+    # -- observations --------------------------------------------------------------------
+
+    def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
+                 topic_key: str | None = None, metadata: dict | None = None):
+        """Create, revise (same topic_key) or count a duplicate; returns SaveResult."""
+        from .services.observations import observation_save
+
+        return observation_save(
+            user_id=user_id, title=title, content=content, type=type, topic_key=topic_key,
+            metadata=metadata, **self._kwargs(),
+        )
+
+    def mem_get_observation(self, user_id: str, observation_id: str):
+        from . import records, selectors
+
+        observation = selectors.observation_get(
+            user_id=self._user(user_id), observation_id=observation_id, using=self.using
+        )
+        return records.observation_record(observation)
+
+    def mem_revisions(self, user_id: str, observation_id: str):
+        """The observation's earlier versions, newest first."""
+        from . import selectors
+
+        return selectors.observation_revisions(
+            user_id=self._user(user_id), observation_id=observation_id, using=self.using
+        )
+
+    def mem_update(self, user_id: str, observation_id: str, **fields):
+        """Replace title/content/type/topic_key/metadata, keeping the old version in history."""
+        from .services.observations import observation_update
+
+        unknown = set(fields) - {"title", "content", "type", "topic_key", "metadata"}
+        if unknown:
+            raise ValidationError(sorted(unknown)[0], "is not a field that can be updated.", code="unknown_field")
+        return observation_update(user_id=user_id, observation_id=observation_id, **fields, **self._kwargs())
+
+    def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False):
+        from .services.observations import observation_delete
+
+        return observation_delete(user_id=user_id, observation_id=observation_id, hard=hard, **self._kwargs())
+
+    def mem_context(self, user_id: str, *, limit: int = 10):
+        """The start-of-session ranking (ContextScore), read-only."""
+        from . import selectors
+
+        return selectors.context_memories(
+            user_id=self._user(user_id), limit=self._count("limit", limit), **self._kwargs()
+        )
+
+    def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5):
+        from . import selectors
+
+        return selectors.observation_timeline(
+            user_id=self._user(user_id), observation_id=observation_id,
+            before=self._count("before", before), after=self._count("after", after), **self._kwargs(),
+        )
+
+    def mem_stats(self, user_id: str):
+        from . import selectors
+
+        return selectors.stats(user_id=self._user(user_id), using=self.using)
+
+
+def _migrate() -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)

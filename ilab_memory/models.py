@@ -1,0 +1,203 @@
+"""Sessions, observations and their revision history, with the querysets the reads compose."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class SessionStatus(models.TextChoices):
+    ACTIVE = "active", _("active")
+    COMPLETED = "completed", _("completed")
+
+
+class SessionQuerySet(models.QuerySet):
+    def for_user(self, user_id: str):
+        return self.filter(user_id=user_id)
+
+    def active(self):
+        return self.filter(status=SessionStatus.ACTIVE)
+
+    def completed(self):
+        return self.filter(status=SessionStatus.COMPLETED)
+
+    def expired(self, now: datetime, timeout_hours: int):
+        """Active sessions whose last activity is older than the timeout."""
+        return self.active().filter(last_activity_at__lt=now - timedelta(hours=timeout_hours))
+
+    def with_observation_count(self):
+        return self.annotate(
+            observation_count=models.Count("observations", filter=Q(observations__deleted_at__isnull=True))
+        )
+
+
+class Session(models.Model):
+    """A logical unit of work for one user_id; at most one is active per user (database rule)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user_id = models.CharField(_("user id"), max_length=255)
+    status = models.CharField(
+        _("status"), max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
+    )
+    started_at = models.DateTimeField(_("started at"))
+    last_activity_at = models.DateTimeField(_("last activity at"))
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+    summary = models.TextField(_("summary"), null=True, blank=True)
+    is_auto_generated = models.BooleanField(_("auto-generated summary"), default=False)
+    redacted_blocks = models.PositiveIntegerField(_("redacted private blocks"), default=0)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("session")
+        verbose_name_plural = _("sessions")
+        ordering = ["-started_at"]
+        permissions = [("act_for_any_user", _("Can act for any user_id through the API"))]
+        constraints = [
+            # Also the index behind "the active session of this user".
+            models.UniqueConstraint(
+                fields=["user_id"],
+                condition=Q(status=SessionStatus.ACTIVE),
+                name="ilab_memory_one_active_session_per_user",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status=SessionStatus.ACTIVE, ended_at__isnull=True))
+                | Q(status=SessionStatus.COMPLETED, ended_at__isnull=False),
+                name="ilab_memory_session_ended_iff_completed",
+            ),
+            models.CheckConstraint(
+                condition=Q(is_auto_generated=False) | Q(summary__isnull=False),
+                name="ilab_memory_session_auto_summary_has_text",
+            ),
+        ]
+        indexes = [
+            # A user's completed sessions, newest ended first (sessions_context).
+            models.Index(
+                fields=["user_id", "-ended_at"],
+                condition=Q(status=SessionStatus.COMPLETED),
+                name="ilab_mem_sess_user_ended",
+            ),
+            # The sweep: active sessions by last activity.
+            models.Index(
+                fields=["last_activity_at"],
+                condition=Q(status=SessionStatus.ACTIVE),
+                name="ilab_mem_sess_active_activity",
+            ),
+            models.Index(fields=["user_id", "-started_at"], name="ilab_mem_sess_user_started"),
+        ]
+
+    def __str__(self):
+        return f"{self.user_id} · {self.started_at:%Y-%m-%d %H:%M} · {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == SessionStatus.ACTIVE
+
+
+class ObservationQuerySet(models.QuerySet):
+    def for_user(self, user_id: str):
+        return self.filter(user_id=user_id)
+
+    def live(self):
+        return self.filter(deleted_at__isnull=True)
+
+    def deleted(self):
+        return self.filter(deleted_at__isnull=False)
+
+
+class Observation(models.Model):
+    """One typed memory; ``session`` is the session that last wrote it (Braess #4)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user_id = models.CharField(_("user id"), max_length=255)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="observations", verbose_name=_("session")
+    )
+    type = models.CharField(_("type"), max_length=40, default="manual")
+    title = models.TextField(_("title"))
+    content = models.TextField(_("content"))
+    topic_key = models.TextField(_("topic key"), null=True, blank=True)
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    # sha256 of type, title and normalized content: the dedupe lookup key.
+    dedupe_hash = models.CharField(max_length=64, editable=False)
+    revision_count = models.PositiveIntegerField(_("revisions"), default=1)
+    duplicate_count = models.PositiveIntegerField(_("duplicates"), default=1)
+    redacted_blocks = models.PositiveIntegerField(_("redacted private blocks"), default=0)
+    created_at = models.DateTimeField(_("created at"))
+    updated_at = models.DateTimeField(_("updated at"))
+    last_seen_at = models.DateTimeField(_("last seen at"))
+    deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True)
+
+    objects = ObservationQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("observation")
+        verbose_name_plural = _("observations")
+        ordering = ["-updated_at"]
+        constraints = [
+            # One live observation per topic per user: the topic upsert lookup, and the rule.
+            models.UniqueConstraint(
+                fields=["user_id", "topic_key"],
+                condition=Q(deleted_at__isnull=True, topic_key__isnull=False),
+                name="ilab_memory_one_live_topic_per_user",
+            ),
+            models.CheckConstraint(condition=Q(revision_count__gte=1), name="ilab_memory_revision_count_gte_1"),
+            models.CheckConstraint(condition=Q(duplicate_count__gte=1), name="ilab_memory_duplicate_count_gte_1"),
+        ]
+        indexes = [
+            # Context candidates: a user's live observations, newest update first.
+            models.Index(
+                fields=["user_id", "-updated_at", "-id"],
+                condition=Q(deleted_at__isnull=True),
+                name="ilab_mem_obs_user_updated",
+            ),
+            # Dedupe: same user, same hash, recent.
+            models.Index(
+                fields=["user_id", "dedupe_hash", "-created_at"],
+                condition=Q(deleted_at__isnull=True),
+                name="ilab_mem_obs_dedupe",
+            ),
+            # Timeline and synthetic summaries: a session's observations in creation order.
+            models.Index(fields=["session", "created_at", "id"], name="ilab_mem_obs_session_created"),
+        ]
+
+    def __str__(self):
+        return f"[{self.type}] {self.title[:80]}"
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class ObservationRevision(models.Model):
+    """A previous version of an observation, kept when a write replaced it."""
+
+    observation = models.ForeignKey(
+        Observation, on_delete=models.CASCADE, related_name="revisions", verbose_name=_("observation")
+    )
+    user_id = models.CharField(_("user id"), max_length=255)
+    revision = models.PositiveIntegerField(_("revision"))
+    session_id_at_write = models.UUIDField(_("session that wrote it"), null=True, blank=True)
+    type = models.CharField(_("type"), max_length=40)
+    title = models.TextField(_("title"))
+    content = models.TextField(_("content"))
+    topic_key = models.TextField(_("topic key"), null=True, blank=True)
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    written_at = models.DateTimeField(_("written at"))
+    replaced_at = models.DateTimeField(_("replaced at"))
+
+    class Meta:
+        verbose_name = _("observation revision")
+        verbose_name_plural = _("observation revisions")
+        ordering = ["observation", "-revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["observation", "revision"], name="ilab_memory_one_row_per_revision"),
+        ]
+        indexes = [models.Index(fields=["user_id"], name="ilab_mem_rev_user")]
+
+    def __str__(self):
+        return f"{self.observation_id} r{self.revision}"

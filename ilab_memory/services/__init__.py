@@ -1,0 +1,1 @@
+"""Writes and lifecycle rules. Every public function is keyword-only and transactional."""

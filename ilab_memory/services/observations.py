@@ -1,0 +1,260 @@
+"""Observation writes: save (create / revise by topic / duplicate), update, delete."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from .. import records, selectors
+from ..conf import Config, get_config
+from ..exceptions import ObservationNotFound, ValidationError
+from ..models import Observation, ObservationRevision
+from ..types import DeleteResult, ObservationRecord, SaveResult
+from ..validation import (
+    check_length,
+    check_metadata_shape,
+    check_metadata_size,
+    check_text,
+    clean_type,
+    clean_user_id,
+    normalize_content,
+    normalize_topic_key,
+)
+from .privacy import redact, redact_json
+from .sessions import resolve_active_session, touch
+from .transactions import atomic_with_retry
+
+UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
+
+CREATED, REVISED, DUPLICATE = "created", "revised", "duplicate"
+
+
+@dataclass
+class CleanFields:
+    """Validated, redacted and limit-checked values, ready to store. Only given fields are set."""
+
+    values: dict[str, Any]
+    redacted_blocks: int
+
+
+def clean_fields(*, config: Config, **given) -> CleanFields:
+    """Shapes first, then redaction, then limits on what will be stored (SPEC §3 step 1)."""
+    values: dict[str, Any] = {}
+    blocks = 0
+    if "type" in given:
+        values["type"] = clean_type(given["type"], allowed=config.OBSERVATION_TYPES)
+    for field, limit in (("title", config.MAX_TITLE_CHARS), ("content", config.MAX_CONTENT_CHARS)):
+        if field in given:
+            result = redact(check_text(field, given[field]))
+            blocks += result.blocks
+            values[field] = check_length(field, result.text, limit)
+    if "topic_key" in given:
+        topic_key = given["topic_key"]
+        if topic_key is not None:
+            result = redact(check_text("topic_key", topic_key, allow_blank=True))
+            blocks += result.blocks
+            topic_key = normalize_topic_key(result.text)
+            if topic_key is not None:
+                check_length("topic_key", topic_key, config.MAX_TOPIC_KEY_CHARS)
+        values["topic_key"] = topic_key
+    if "metadata" in given:
+        metadata = check_metadata_shape(given["metadata"], max_depth=config.MAX_METADATA_DEPTH)
+        metadata, metadata_blocks = redact_json(metadata)
+        blocks += metadata_blocks
+        values["metadata"] = check_metadata_size(metadata, limit=config.MAX_METADATA_BYTES)
+    return CleanFields(values, blocks)
+
+
+def dedupe_hash(*, type: str, title: str, content: str) -> str:
+    """Identity of a memory for dedupe: type, exact title, normalized content."""
+    key = "\x1f".join((type, title, normalize_content(content)))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _keep_revision(observation: Observation, *, now, using: str) -> None:
+    """Copy the current version into the history before a write replaces it."""
+    ObservationRevision.objects.using(using).create(
+        observation=observation,
+        user_id=observation.user_id,
+        revision=observation.revision_count,
+        session_id_at_write=observation.session_id,
+        type=observation.type,
+        title=observation.title,
+        content=observation.content,
+        topic_key=observation.topic_key,
+        metadata=observation.metadata,
+        written_at=observation.updated_at,
+        replaced_at=now,
+    )
+
+
+def observation_save(
+    *,
+    user_id: str,
+    title: str,
+    content: str,
+    type: str = "manual",
+    topic_key: str | None = None,
+    metadata: dict | None = None,
+    config: Config | None = None,
+    using: str = "default",
+) -> SaveResult:
+    """Create, revise (same topic_key) or count a duplicate, in the user's active session.
+
+    Raises ValidationError (nothing stored) for bad input.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    fields = clean_fields(
+        config=config, type=type, title=title, content=content, topic_key=topic_key, metadata=metadata
+    )
+    values = fields.values
+    digest = dedupe_hash(type=values["type"], title=values["title"], content=values["content"])
+
+    def run():
+        now = timezone.now()
+        session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
+        mine = Observation.objects.using(using).for_user(user_id).live()
+        action = CREATED
+        observation = None
+        if values["topic_key"] is not None:
+            observation = mine.filter(topic_key=values["topic_key"]).first()
+            if observation is not None:
+                action = REVISED
+                _keep_revision(observation, now=now, using=using)
+                for name in ("type", "title", "content", "metadata"):
+                    setattr(observation, name, values[name])
+                observation.dedupe_hash = digest
+                observation.revision_count += 1
+                observation.updated_at = now
+        else:
+            # A save that names a new topic_key is a new memory, never a duplicate of another.
+            window_start = now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES)
+            observation = (
+                mine.filter(dedupe_hash=digest, created_at__gte=window_start, topic_key__isnull=True)
+                .order_by("-created_at")
+                .first()
+            )
+            if observation is not None:
+                action = DUPLICATE
+                observation.duplicate_count += 1
+        if observation is None:
+            observation = Observation(
+                user_id=user_id,
+                session=session,
+                dedupe_hash=digest,
+                redacted_blocks=fields.redacted_blocks,
+                created_at=now,
+                updated_at=now,
+                last_seen_at=now,
+                **values,
+            )
+            observation.save(using=using, force_insert=True)
+        else:
+            observation.session = session  # Braess #4: the session that last wrote it
+            observation.last_seen_at = now
+            observation.redacted_blocks += fields.redacted_blocks
+            observation.save(using=using)
+        touch(session, now=now, using=using)
+        return SaveResult(action=action, observation=records.observation_record(observation))
+
+    return atomic_with_retry(run, using=using)
+
+
+def observation_update(
+    *,
+    user_id: str,
+    observation_id,
+    title: str = UNSET,
+    content: str = UNSET,
+    type: str = UNSET,
+    topic_key: str | None = UNSET,
+    metadata: dict | None = UNSET,
+    config: Config | None = None,
+    using: str = "default",
+) -> ObservationRecord:
+    """Replace some fields, keeping the old version in history; moves it to the active session.
+
+    Raises ObservationNotFound, or ValidationError when no field is given or a value is bad.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    given = {
+        name: value
+        for name, value in (
+            ("title", title), ("content", content), ("type", type), ("topic_key", topic_key), ("metadata", metadata)
+        )
+        if value is not UNSET
+    }
+    if not given:
+        raise ValidationError(
+            "non_field_errors", "give at least one of title, content, type, topic_key, metadata.", code="no_fields"
+        )
+    fields = clean_fields(config=config, **given)
+    values = fields.values
+
+    def run():
+        now = timezone.now()
+        # Session first, then the observation: the same lock order as observation_save, so two
+        # writers of one user cannot deadlock. An error below rolls the session back too.
+        session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
+        pk = selectors.parse_uuid(observation_id, ObservationNotFound)
+        observation = (
+            Observation.objects.using(using).select_for_update().for_user(user_id).live().filter(pk=pk).first()
+        )
+        if observation is None:
+            raise ObservationNotFound("No such observation.")
+        new_topic = values.get("topic_key", observation.topic_key)
+        if new_topic is not None and new_topic != observation.topic_key:
+            taken = (
+                Observation.objects.using(using).for_user(user_id).live().filter(topic_key=new_topic).exists()
+            )
+            if taken:
+                raise ValidationError(
+                    "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
+                )
+        _keep_revision(observation, now=now, using=using)
+        for name, value in values.items():
+            setattr(observation, name, value)
+        observation.dedupe_hash = dedupe_hash(
+            type=observation.type, title=observation.title, content=observation.content
+        )
+        observation.revision_count += 1
+        observation.redacted_blocks += fields.redacted_blocks
+        observation.session = session
+        observation.updated_at = observation.last_seen_at = now
+        observation.save(using=using)
+        touch(session, now=now, using=using)
+        return records.observation_record(observation)
+
+    return atomic_with_retry(run, using=using)
+
+
+def observation_delete(
+    *, user_id: str, observation_id, hard: bool = False, config: Config | None = None, using: str = "default"
+) -> DeleteResult:
+    """Soft delete (hidden everywhere) or hard delete (row, history and index entry gone).
+
+    A soft-deleted observation can still be hard-deleted; anything else missing raises
+    ObservationNotFound.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    pk = selectors.parse_uuid(observation_id, ObservationNotFound)
+
+    def run():
+        mine = Observation.objects.using(using).for_user(user_id).filter(pk=pk)
+        if hard:
+            deleted, _ = mine.delete()
+            found = deleted > 0
+        else:
+            found = mine.live().update(deleted_at=timezone.now()) > 0
+        if not found:
+            raise ObservationNotFound("No such observation.")
+        return DeleteResult(id=str(pk), hard=hard)
+
+    return atomic_with_retry(run, using=using)

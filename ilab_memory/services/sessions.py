@@ -1,0 +1,204 @@
+"""Session lifecycle: start or reuse, implicit creation, auto-close, summary, end, sweep."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from .. import records, selectors
+from ..conf import Config, get_config
+from ..exceptions import NoActiveSession
+from ..models import Observation, Session, SessionStatus
+from ..types import SessionRecord, SessionStartResponse
+from ..validation import check_length, check_text, clean_user_id
+from .privacy import redact
+from .transactions import atomic_with_retry
+
+
+def _locked_active_session(user_id: str, *, using: str) -> Session | None:
+    # FOR UPDATE serializes a user's writers on PostgreSQL; on SQLite the IMMEDIATE
+    # transaction already holds the write lock and Django omits the clause.
+    return (
+        Session.objects.using(using).select_for_update().for_user(user_id).active().first()
+    )
+
+
+def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
+    return session.last_activity_at < now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+
+
+def build_auto_summary(session: Session, *, config: Config, using: str) -> str:
+    """``<prefix> [type] title, …`` over the session's live observations in creation order."""
+    limit = config.AUTO_SUMMARY_MAX_ITEMS
+    observations = Observation.objects.using(using).live().filter(session=session)
+    items = list(observations.order_by("created_at", "id").values_list("type", "title")[: limit + 1])
+    prefix = config.AUTO_SUMMARY_PREFIX
+    if not items:
+        return f"{prefix} (ninguna)"
+    listed = ", ".join(f"[{type_}] {title}" for type_, title in items[:limit])
+    if len(items) > limit:
+        listed += f", … (+{observations.count() - limit})"
+    return f"{prefix} {listed}"
+
+
+def _has_narrative_summary(session: Session) -> bool:
+    return bool(session.summary) and not session.is_auto_generated
+
+
+def auto_close(session: Session, *, config: Config, using: str) -> None:
+    """Close an expired session at the moment it expired; keep a narrative summary if any."""
+    session.status = SessionStatus.COMPLETED
+    session.ended_at = session.last_activity_at + timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+    if not _has_narrative_summary(session):
+        session.summary = build_auto_summary(session, config=config, using=using)
+        session.is_auto_generated = True
+        session.redacted_blocks = 0
+    session.save(using=using, update_fields=["status", "ended_at", "summary", "is_auto_generated", "redacted_blocks"])
+
+
+def resolve_active_session(
+    user_id: str, *, now: datetime, config: Config, using: str
+) -> tuple[Session, bool]:
+    """The user's live active session, locked: reused, or opened after auto-closing an expired one.
+
+    Must run inside a transaction. Returns (session, is_new). Does not bump last_activity_at.
+    """
+    session = _locked_active_session(user_id, using=using)
+    if session is not None and _is_expired(session, now=now, config=config):
+        auto_close(session, config=config, using=using)
+        session = None
+    if session is not None:
+        return session, False
+    session = Session.objects.db_manager(using).create(
+        user_id=user_id, status=SessionStatus.ACTIVE, started_at=now, last_activity_at=now
+    )
+    return session, True
+
+
+def touch(session: Session, *, now: datetime, using: str) -> None:
+    """Advance last_activity_at (a write or a start inside the window keeps the session alive)."""
+    if session.last_activity_at != now:
+        session.last_activity_at = now
+        Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
+
+
+def session_start(*, user_id: str, config: Config | None = None, using: str = "default") -> SessionStartResponse:
+    """Reuse the user's live session or open one (auto-closing an expired one); return context."""
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+
+    def run():
+        now = timezone.now()
+        session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
+        if not is_new:
+            touch(session, now=now, using=using)
+        return SessionStartResponse(
+            session_id=str(session.id),
+            is_new=is_new,
+            sessions_context=selectors.sessions_context(
+                user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using
+            ),
+            memories=selectors.context_memories(
+                user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
+            ),
+        )
+
+    return atomic_with_retry(run, using=using)
+
+
+def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | None, int]:
+    """Redacted summary text and its block count; None when blank is allowed and given."""
+    if summary is None and allow_blank:
+        return None, 0
+    check_text("summary", summary, allow_blank=allow_blank)
+    if not summary.strip():
+        return None, 0
+    redacted = redact(summary)
+    check_length("summary", redacted.text, config.MAX_SUMMARY_CHARS)
+    return redacted.text, redacted.blocks
+
+
+def session_summary(
+    *, user_id: str, summary: str, config: Config | None = None, using: str = "default"
+) -> SessionRecord:
+    """Store a narrative summary on the active session without closing it (a write)."""
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    text, blocks = clean_summary(summary, config=config, allow_blank=False)
+
+    def run():
+        now = timezone.now()
+        session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
+        session.summary = text
+        session.is_auto_generated = False
+        session.redacted_blocks = blocks
+        session.last_activity_at = now
+        session.save(using=using, update_fields=["summary", "is_auto_generated", "redacted_blocks", "last_activity_at"])
+        return records.session_record(session, selectors.session_observation_count(session.pk, using=using))
+
+    return atomic_with_retry(run, using=using)
+
+
+def session_end(
+    *, user_id: str, summary: str | None = None, config: Config | None = None, using: str = "default"
+) -> SessionRecord:
+    """Close the active session now. Summary: the argument, else the stored narrative, else synthetic.
+
+    Raises NoActiveSession when the user has none.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    text, blocks = clean_summary(summary, config=config, allow_blank=True)
+
+    def run():
+        session = _locked_active_session(user_id, using=using)
+        if session is None:
+            raise NoActiveSession("This user has no active session.")
+        session.status = SessionStatus.COMPLETED
+        session.ended_at = timezone.now()
+        if text is not None:
+            session.summary, session.is_auto_generated, session.redacted_blocks = text, False, blocks
+        elif not _has_narrative_summary(session):
+            session.summary = build_auto_summary(session, config=config, using=using)
+            session.is_auto_generated, session.redacted_blocks = True, 0
+        session.save(using=using, update_fields=["status", "ended_at", "summary", "is_auto_generated", "redacted_blocks"])
+        return records.session_record(session, selectors.session_observation_count(session.pk, using=using))
+
+    return atomic_with_retry(run, using=using)
+
+
+def sessions_close_expired(
+    *, config: Config | None = None, using: str = "default", batch_size: int = 500
+) -> list[str]:
+    """Auto-close every expired active session; returns their ids. Running it twice is a no-op."""
+    config = config or get_config()
+    now = timezone.now()
+    closed: list[str] = []
+    while True:
+        candidate_ids = list(
+            Session.objects.using(using)
+            .expired(now, config.SESSION_TIMEOUT_HOURS)
+            .order_by("last_activity_at", "id")
+            .values_list("id", flat=True)[:batch_size]
+        )
+        if not candidate_ids:
+            return closed
+        for session_id in candidate_ids:
+            if _close_if_still_expired(session_id, now=now, config=config, using=using):
+                closed.append(str(session_id))
+
+
+def _close_if_still_expired(session_id, *, now: datetime, config: Config, using: str) -> bool:
+    def run():
+        # Re-read under the lock: a start or a write may have revived or closed it meanwhile.
+        session = (
+            Session.objects.using(using).select_for_update().active().filter(pk=session_id).first()
+        )
+        if session is None or not _is_expired(session, now=now, config=config):
+            return False
+        auto_close(session, config=config, using=using)
+        return True
+
+    return atomic_with_retry(run, using=using)
+

@@ -1,0 +1,110 @@
+"""Shape and limit checks for everything a caller can send. Pure Python, no database.
+
+Messages name the field, the rule, the limit and the size, never the value: a value may hold
+a private block that must not reach a log line or an error body.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from typing import Any
+
+from .exceptions import ValidationError
+
+TYPE_PATTERN = re.compile(r"[a-z0-9_-]{1,40}")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def check_text(field: str, value: Any, *, allow_blank: bool = False) -> str:
+    """A str the databases can store: no NUL, no lone surrogates; blank only if allowed."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, not {type(value).__name__}.", code="invalid_type")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters.", code="null_character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "is not valid Unicode text.", code="invalid_unicode") from None
+    if not allow_blank and not value.strip():
+        raise ValidationError(field, "must not be blank.", code="blank")
+    return value
+
+
+def check_length(field: str, value: str, limit: int) -> str:
+    if len(value) > limit:
+        raise ValidationError.too_long(field, limit=limit, size=len(value))
+    return value
+
+
+def clean_user_id(value: Any, *, limit: int) -> str:
+    """Strip and check a user_id: 1..limit characters, no control characters."""
+    value = check_text("user_id", value).strip()
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise ValidationError("user_id", "must not contain control characters.", code="control_character")
+    return check_length("user_id", value, limit)
+
+
+def clean_type(value: Any, *, allowed) -> str:
+    if not isinstance(value, str) or not TYPE_PATTERN.fullmatch(value):
+        raise ValidationError("type", "must be a slug of 1-40 characters from [a-z0-9_-].", code="invalid_type_slug")
+    if allowed is not None and value not in allowed:
+        raise ValidationError("type", "is not one of the allowed observation types.", code="type_not_allowed")
+    return value
+
+
+def normalize_topic_key(value: str) -> str | None:
+    """Trimmed, lowercased, whitespace runs turned into ``-``; blank becomes None."""
+    normalized = _WHITESPACE.sub("-", value.strip().lower())
+    return normalized or None
+
+
+def normalize_content(value: str) -> str:
+    """The form two contents are compared in for dedupe: lowercased, whitespace collapsed."""
+    return _WHITESPACE.sub(" ", value.lower()).strip()
+
+
+def check_metadata_shape(value: Any, *, max_depth: int) -> dict:
+    """A JSON object of JSON values, nested at most ``max_depth`` levels."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("metadata", "must be a JSON object.", code="invalid_type")
+    _walk_json(value, depth=1, max_depth=max_depth)
+    return value
+
+
+def _walk_json(value: Any, *, depth: int, max_depth: int) -> None:
+    # Iterative depth check first would be nicer, but max_depth is small (default 20), so the
+    # recursion is bounded by the check itself.
+    if depth > max_depth:
+        raise ValidationError(
+            "metadata", f"is nested deeper than {max_depth} levels.", code="too_deep", limit=max_depth
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError("metadata", "keys must be strings.", code="invalid_key")
+            check_text("metadata", key, allow_blank=True)
+            _walk_json(item, depth=depth + 1, max_depth=max_depth)
+    elif isinstance(value, list):
+        for item in value:
+            _walk_json(item, depth=depth + 1, max_depth=max_depth)
+    elif isinstance(value, str):
+        check_text("metadata", value, allow_blank=True)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError("metadata", "numbers must be finite.", code="invalid_number")
+    elif value is None or isinstance(value, (bool, int)):
+        pass
+    else:
+        raise ValidationError("metadata", f"holds a {type(value).__name__}, which is not JSON.", code="invalid_type")
+
+
+def check_metadata_size(value: dict, *, limit: int) -> dict:
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > limit:
+        raise ValidationError.too_long("metadata", limit=limit, size=size, unit="bytes")
+    return value

@@ -1,0 +1,1 @@
+"""The demo site that mounts ilab_memory (and the ``python3 -m project`` bootstrap)."""

@@ -1,0 +1,65 @@
+"""``python3 -m project demo|test``: the README's two commands, on a machine with only Python.
+
+Standard library only. Creates ``.venv`` next to manage.py, installs requirements.txt into it
+(again whenever that file changes), then runs the demo site or the test suite with it.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+PYTHON = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+STAMP = VENV / ".requirements-sha256"
+USAGE = "usage: python3 -m project demo [--port N] | test [pytest arguments]"
+
+
+def ensure_environment() -> None:
+    requirements = ROOT / "requirements.txt"
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == digest:
+        return
+    if not PYTHON.exists():
+        print("Creating .venv …", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("Installing requirements.txt into .venv …", flush=True)
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "-r", str(requirements)], check=True, cwd=ROOT)
+    STAMP.write_text(digest)
+
+
+def run(*args: str) -> None:
+    subprocess.run([str(PYTHON), *args], check=True, cwd=ROOT)
+
+
+def demo(argv: list[str]) -> int:
+    port = "8000"
+    if argv[:1] == ["--port"] and len(argv) > 1:
+        port = argv[1]
+    run("manage.py", "migrate", "--no-input", "-v", "0")
+    run("manage.py", "ilab_memory_demo")
+    print(f"\nDemo site: http://127.0.0.1:{port}/admin/  (login: operator / operator)\n", flush=True)
+    os.chdir(ROOT)
+    os.execv(str(PYTHON), [str(PYTHON), "manage.py", "runserver", f"127.0.0.1:{port}"])
+    return 0  # not reached
+
+
+def test(argv: list[str]) -> int:
+    return subprocess.run([str(PYTHON), "-m", "pytest", *argv], cwd=ROOT).returncode
+
+
+def main(argv: list[str]) -> int:
+    commands = {"demo": demo, "test": test}
+    if not argv or argv[0] not in commands:
+        print(USAGE, file=sys.stderr)
+        return 2
+    ensure_environment()
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
