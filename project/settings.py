@@ -59,6 +59,8 @@ SQLITE_OPTIONS = {
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+    # One test database per run, so two runs on one server never clobber each other.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_ilab_memory_{os.getpid()}"}
 else:
     DATABASES = {
         "default": {
