@@ -258,3 +258,32 @@ def observation_delete(
         return DeleteResult(id=str(pk), hard=hard)
 
     return atomic_with_retry(run, using=using)
+
+
+def observation_restore(
+    *, user_id: str, observation_id, config: Config | None = None, using: str = "default"
+) -> ObservationRecord:
+    """Undo a soft delete. Raises ObservationNotFound, or ValidationError when its topic_key
+    has meanwhile been taken by another live observation."""
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    pk = selectors.parse_uuid(observation_id, ObservationNotFound)
+
+    def run():
+        observation = (
+            Observation.objects.using(using).select_for_update().for_user(user_id).deleted().filter(pk=pk).first()
+        )
+        if observation is None:
+            raise ObservationNotFound("No such deleted observation.")
+        if (
+            observation.topic_key is not None
+            and Observation.objects.using(using).for_user(user_id).live().filter(topic_key=observation.topic_key).exists()
+        ):
+            raise ValidationError(
+                "topic_key", "is now used by another live observation; delete or rename it first.", code="topic_key_taken"
+            )
+        observation.deleted_at = None
+        observation.save(using=using, update_fields=["deleted_at"])
+        return records.observation_record(observation)
+
+    return atomic_with_retry(run, using=using)
