@@ -6,6 +6,7 @@ Read at call time (``get_config()``), cached until Django says the setting chang
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 from typing import Any
 
@@ -49,6 +50,8 @@ DEFAULTS: dict[str, Any] = {
     # Faces
     "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
     "REGISTER_ADMIN": True,
+    # HTTP API: requests per user_id, DRF rate syntax ("120/minute"); None turns throttling off.
+    "API_THROTTLE_RATE": None,
 }
 
 # Keys whose value must be a positive integer (checked by the system checks and by overrides).
@@ -143,6 +146,9 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
+    rate = values.get("API_THROTTLE_RATE")
+    if rate is not None and not (isinstance(rate, str) and _RATE.fullmatch(rate)):
+        problems.append('API_THROTTLE_RATE must be None or "<number>/<second|minute|hour|day>"')
     if (
         _is_int(values.get("SEARCH_DEFAULT_LIMIT"))
         and _is_int(values.get("SEARCH_MAX_LIMIT"))
@@ -150,6 +156,9 @@ def validate_values(values: dict[str, Any]) -> list[str]:
     ):
         problems.append("SEARCH_DEFAULT_LIMIT cannot exceed SEARCH_MAX_LIMIT")
     return problems
+
+
+_RATE = re.compile(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 
 def _is_int(value) -> bool:
