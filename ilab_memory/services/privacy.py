@@ -1,7 +1,7 @@
 """Redaction of ``<private>…</private>`` blocks at the write boundary (Braess #3).
 
-One pass over the tags, depth-counted, linear in the text: the tag pattern cannot cross a
-``<`` or ``>``, so no input makes the engine backtrack over the rest of the text.
+Every service that stores caller text runs it through :func:`redact` (or :func:`redact_json`)
+before hashing, length checks, storage and indexing. The grammar is in ``docs/privacy.md``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,17 @@ from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# <private>, <PRIVATE class="x">, </private >, <private/>. "\b" keeps <privateer> out.
-_TAG = re.compile(r"<\s*(/)?\s*private\b([^<>]*)>", re.IGNORECASE)
+# <private>, <PRIVATE class="x">, </private >, < / private>, <private/>.
+# The lookahead keeps <privateer> and <private-key> out. Linear time: the quantifiers are
+# possessive (no backtracking) and none of them can consume a "<", so an attempt that starts
+# at one "<" never reads past the next one: 1 MB of "<private" or "<   " costs one pass.
+_TAG = re.compile(r"<\s*+(?P<closer>/\s*+)?private(?=[\s/>])(?P<rest>[^<>]*+)>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Redacted:
+    """The text to store and how many private blocks were removed from it (never what)."""
+
     text: str
     blocks: int
 
@@ -33,19 +38,18 @@ def redact(text: str) -> Redacted:
     out: list[str] = []
     blocks = 0
     depth = 0
-    position = 0
+    position = 0  # end of the last tag seen; text before it is either emitted or redacted
     for match in _TAG.finditer(text):
-        is_closer = match.group(1) is not None
-        self_closing = not is_closer and match.group(2).rstrip().endswith("/")
+        is_closer = match["closer"] is not None
+        self_closing = not is_closer and match["rest"].rstrip().endswith("/")
         if depth == 0:
             out.append(text[position : match.start()])
-            if is_closer:
-                pass  # stray closing tag: dropped
-            elif self_closing:
+            if self_closing:
                 out.append(REDACTED)
                 blocks += 1
-            else:
+            elif not is_closer:
                 depth = 1
+            # else: a stray closer, dropped so it cannot pair with a later opener
         elif is_closer:
             depth -= 1
             if depth == 0:
@@ -54,18 +58,21 @@ def redact(text: str) -> Redacted:
         elif not self_closing:
             depth += 1
         position = match.end()
+    if position == 0:
+        return Redacted(text, 0)
     if depth > 0:
-        out.append(REDACTED)
+        out.append(REDACTED)  # fail closed: everything after the opener is private
         blocks += 1
     else:
         out.append(text[position:])
-    if blocks == 0 and position == 0:
-        return Redacted(text, 0)
     return Redacted("".join(out), blocks)
 
 
 def redact_json(value: Any) -> tuple[Any, int]:
-    """Redact every string in a JSON value, dict keys included; returns (value, blocks)."""
+    """Redact every string in a JSON value, dict keys included; returns (value, blocks).
+
+    Callers check the nesting depth first (``check_metadata_shape``): this recurses.
+    """
     if isinstance(value, str):
         result = redact(value)
         return result.text, result.blocks
