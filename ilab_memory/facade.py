@@ -233,6 +233,26 @@ class ILabMemory:
 
         return selectors.stats(user_id=self._user(user_id), using=self.using)
 
+    # -- the user's data -----------------------------------------------------------------
+
+    def mem_export(self, user_id: str) -> dict:
+        """Everything the user has (sessions, observations, revisions) as a versioned dict."""
+        from .services.data import user_export
+
+        return user_export(user_id=user_id, **self._kwargs())
+
+    def mem_import(self, user_id: str, data: dict) -> dict:
+        """Add an export's rows the user lacks; idempotent; ValidationError, nothing written, on a bad one."""
+        from .services.data import user_import
+
+        return user_import(user_id=user_id, data=data, **self._kwargs())
+
+    def mem_forget_user(self, user_id: str) -> dict[str, int]:
+        """Erase every row of the user in one transaction; returns the counts per kind."""
+        from .services.data import user_forget
+
+        return user_forget(user_id=user_id, **self._kwargs())
+
 
 def _migrate() -> None:
     from django.core.management import call_command

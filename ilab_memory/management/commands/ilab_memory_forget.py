@@ -1,0 +1,41 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from ilab_memory.exceptions import ValidationError
+from ilab_memory.services.data import user_forget
+
+
+class Command(BaseCommand):
+    help = "Erase every row of one user_id (sessions, observations, history, index entries)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("user_id")
+        parser.add_argument("--yes", action="store_true", help="Do not ask for confirmation.")
+        parser.add_argument(
+            "--no-input", "--noinput", action="store_false", dest="interactive",
+            help="Never prompt; without --yes this refuses.",
+        )
+        parser.add_argument("--database", default="default", help="Database alias to erase from.")
+
+    def handle(self, *args, **options):
+        user_id = options["user_id"]
+        if not options["yes"]:
+            if not options["interactive"] or not self.stdin_is_tty():
+                raise CommandError("Refusing to erase without confirmation; pass --yes.")
+            answer = input(f"Erase every memory of user_id {user_id!r}? This cannot be undone. Type 'yes': ")
+            if answer.strip() != "yes":
+                raise CommandError("Nothing erased.")
+        try:
+            counts = user_forget(user_id=user_id, using=options["database"])
+        except ValidationError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                "Erased {sessions} session(s), {observations} observation(s), {revisions} revision(s).".format(**counts)
+            )
+        )
+
+    @staticmethod
+    def stdin_is_tty() -> bool:
+        import sys
+
+        return sys.stdin.isatty()

@@ -1,0 +1,497 @@
+"""A user's data as a versioned document: export it, import it back, or erase all of it.
+
+The export format (``FORMAT``, ``VERSION``)::
+
+    {"format": "ilab_memory.export", "version": 1, "user_id": "...", "exported_at": "...",
+     "sessions": [...], "observations": [...], "revisions": [...]}
+
+Ids are kept, timestamps are ISO 8601 UTC, and nothing private is in it: private blocks were
+redacted before they were stored, and an import redacts again, so a hand-edited document
+cannot smuggle one in.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from typing import Any
+
+from django.db import connections, transaction
+from django.utils import timezone
+
+from ..conf import Config, get_config
+from ..exceptions import ValidationError
+from ..models import Observation, ObservationRevision, Session, SessionStatus
+from ..records import iso
+from ..validation import check_length, check_text, clean_type, clean_user_id
+from .observations import clean_fields, dedupe_hash
+from .privacy import redact
+from .sessions import _locked_active_session, build_auto_summary
+from .transactions import atomic_with_retry
+
+FORMAT = "ilab_memory.export"
+VERSION = 1
+CHUNK = 500  # rows per database round trip; also under SQLite's bound-parameter limit
+
+SESSION_FIELDS = (
+    "id", "status", "started_at", "last_activity_at", "ended_at", "summary", "is_auto_generated",
+    "redacted_blocks",
+)
+OBSERVATION_FIELDS = (
+    "id", "session_id", "type", "title", "content", "topic_key", "metadata", "revision_count",
+    "duplicate_count", "redacted_blocks", "created_at", "updated_at", "last_seen_at", "deleted_at",
+)
+REVISION_FIELDS = (
+    "observation_id", "revision", "session_id", "type", "title", "content", "topic_key", "metadata",
+    "written_at", "replaced_at",
+)
+DOCUMENT_FIELDS = ("format", "version", "user_id", "exported_at", "sessions", "observations", "revisions")
+
+
+# -- export ------------------------------------------------------------------------------
+
+
+def _session_rows(user_id: str, *, using: str) -> Iterator[dict]:
+    rows = (
+        Session.objects.using(using).for_user(user_id).order_by("started_at", "id")
+        .values(*SESSION_FIELDS).iterator(chunk_size=CHUNK)
+    )
+    for row in rows:
+        yield {
+            **row,
+            "id": str(row["id"]),
+            "started_at": iso(row["started_at"]),
+            "last_activity_at": iso(row["last_activity_at"]),
+            "ended_at": iso(row["ended_at"]),
+        }
+
+
+def _observation_rows(user_id: str, *, using: str, seen: set) -> Iterator[dict]:
+    rows = (
+        Observation.objects.using(using).for_user(user_id).order_by("created_at", "id")
+        .values(*OBSERVATION_FIELDS).iterator(chunk_size=CHUNK)
+    )
+    for row in rows:
+        seen.add(row["id"])
+        yield {
+            **row,
+            "id": str(row["id"]),
+            "session_id": str(row["session_id"]),
+            **{name: iso(row[name]) for name in ("created_at", "updated_at", "last_seen_at", "deleted_at")},
+        }
+
+
+def _revision_rows(user_id: str, *, using: str, observation_ids: set) -> Iterator[dict]:
+    fields = tuple("session_id_at_write" if f == "session_id" else f for f in REVISION_FIELDS)
+    rows = (
+        ObservationRevision.objects.using(using).filter(user_id=user_id)
+        .order_by("observation_id", "revision").values(*fields).iterator(chunk_size=CHUNK)
+    )
+    for row in rows:
+        # An observation hard-deleted after the observations were read: its history went with it.
+        if row["observation_id"] not in observation_ids:
+            continue
+        session_id = row.pop("session_id_at_write")
+        yield {
+            **row,
+            "observation_id": str(row["observation_id"]),
+            "session_id": str(session_id) if session_id else None,
+            "written_at": iso(row["written_at"]),
+            "replaced_at": iso(row["replaced_at"]),
+        }
+
+
+def user_export_sections(*, user_id: str, config: Config | None = None, using: str = "default"):
+    """The document's header and three lazy row streams, read chunk by chunk.
+
+    Observations are read before their revisions and sessions are read after nothing can point
+    at a session that is missing (sessions are only removed by ``user_forget``), so the document
+    is self-consistent without holding a long transaction open against writers.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    header = {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(timezone.now())}
+    observation_ids: set = set()
+    return header, [
+        ("observations", _observation_rows(user_id, using=using, seen=observation_ids)),
+        ("sessions", _session_rows(user_id, using=using)),
+        ("revisions", _revision_rows(user_id, using=using, observation_ids=observation_ids)),
+    ]
+
+
+def user_export(*, user_id: str, config: Config | None = None, using: str = "default") -> dict:
+    """Everything ``user_id`` has, as a versioned JSON-ready dict. Raises ValidationError for a bad user_id."""
+    header, sections = user_export_sections(user_id=user_id, config=config, using=using)
+    document = dict(header)
+    for name, rows in sections:
+        document[name] = list(rows)
+    return {name: document[name] for name in DOCUMENT_FIELDS}
+
+
+def user_export_json(*, user_id: str, config: Config | None = None, using: str = "default") -> Iterator[str]:
+    """The export as JSON text in pieces, one row at a time: for files and streaming responses."""
+    header, sections = user_export_sections(user_id=user_id, config=config, using=using)
+    yield json.dumps(header, ensure_ascii=False)[:-1]
+    for name, rows in sections:
+        yield f', "{name}": ['
+        for index, row in enumerate(rows):
+            yield ("" if index == 0 else ", ") + json.dumps(row, ensure_ascii=False)
+        yield "]"
+    yield "}\n"
+
+
+# -- import: validation ------------------------------------------------------------------
+
+
+def _fail(field: str, message: str, code: str = "invalid"):
+    raise ValidationError(field, message, code=code)
+
+
+def _require_object(field: str, value: Any, *, required: tuple, optional: tuple = ()) -> dict:
+    if not isinstance(value, dict):
+        _fail(field, "must be a JSON object.", "invalid_type")
+    for key in value:
+        if key not in required and key not in optional:
+            name = key if isinstance(key, str) and len(key) <= 60 else "?"
+            _fail(f"{field}.{name}" if field else name, "is not a known field.", "unknown_field")
+    for key in required:
+        if key not in value:
+            _fail(f"{field}.{key}" if field else key, "is required.", "required")
+    return value
+
+
+def _uuid(field: str, value: Any) -> uuid.UUID:
+    if not isinstance(value, str):
+        _fail(field, "must be a UUID string.", "invalid_type")
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        _fail(field, "is not a valid UUID.", "invalid_uuid")
+
+
+def _timestamp(field: str, value: Any, *, nullable: bool = False) -> datetime | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str) or len(value) > 40:
+        _fail(field, "must be an ISO 8601 timestamp string.", "invalid_type")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        _fail(field, "is not an ISO 8601 timestamp.", "invalid_timestamp")
+    if parsed.tzinfo is None:
+        _fail(field, "must carry a time zone (UTC).", "naive_timestamp")
+    return parsed.astimezone(dt_timezone.utc)
+
+
+def _count(field: str, value: Any, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= 2**31 - 1:
+        _fail(field, f"must be an integer from {minimum} to {2**31 - 1}.", "invalid_integer")
+    return value
+
+
+def _rows(document: dict, name: str) -> list:
+    rows = document.get(name, [])
+    if not isinstance(rows, list):
+        _fail(name, "must be a JSON array.", "invalid_type")
+    return rows
+
+
+def _clean_session(field: str, row: Any, *, config: Config) -> dict:
+    _require_object(field, row, required=("id", "status", "started_at", "last_activity_at"),
+                    optional=("ended_at", "summary", "is_auto_generated", "redacted_blocks"))
+    status = row["status"]
+    if status not in SessionStatus.values:
+        _fail(f"{field}.status", "must be 'active' or 'completed'.", "invalid_choice")
+    ended_at = _timestamp(f"{field}.ended_at", row.get("ended_at"), nullable=True)
+    if (status == SessionStatus.ACTIVE) != (ended_at is None):
+        _fail(f"{field}.ended_at", "must be null exactly when the session is active.", "invalid_state")
+    summary, blocks = row.get("summary"), _count(f"{field}.redacted_blocks", row.get("redacted_blocks", 0), minimum=0)
+    if summary is not None:
+        redacted = redact(check_text(f"{field}.summary", summary, allow_blank=True))
+        summary = check_length(f"{field}.summary", redacted.text, config.MAX_SUMMARY_CHARS)
+        blocks += redacted.blocks
+    is_auto = row.get("is_auto_generated", False)
+    if not isinstance(is_auto, bool):
+        _fail(f"{field}.is_auto_generated", "must be true or false.", "invalid_type")
+    if is_auto and summary is None:
+        _fail(f"{field}.summary", "is required when is_auto_generated is true.", "required")
+    return {
+        "id": _uuid(f"{field}.id", row["id"]),
+        "status": status,
+        "started_at": _timestamp(f"{field}.started_at", row["started_at"]),
+        "last_activity_at": _timestamp(f"{field}.last_activity_at", row["last_activity_at"]),
+        "ended_at": ended_at,
+        "summary": summary,
+        "is_auto_generated": is_auto,
+        "redacted_blocks": blocks,
+    }
+
+
+def _clean_text_fields(field: str, row: dict, *, config: Config, allowed_types) -> tuple[dict, int]:
+    """Title, content, type, topic_key and metadata through the same checks as a save."""
+    try:
+        type_ = clean_type(row.get("type", "manual"), allowed=allowed_types)
+        fields = clean_fields(
+            config=config, title=row["title"], content=row["content"],
+            topic_key=row.get("topic_key"), metadata=row.get("metadata"),
+        )
+    except ValidationError as error:
+        inner = "type" if error.field == "type" else error.field
+        raise ValidationError(
+            f"{field}.{inner}", error.message, code=error.code, limit=error.limit, size=error.size
+        ) from None
+    return {**fields.values, "type": type_}, fields.redacted_blocks
+
+
+def _clean_observation(field: str, row: Any, *, config: Config) -> dict:
+    _require_object(
+        field, row,
+        required=("id", "session_id", "title", "content", "created_at"),
+        optional=("type", "topic_key", "metadata", "revision_count", "duplicate_count", "redacted_blocks",
+                  "updated_at", "last_seen_at", "deleted_at"),
+    )
+    values, blocks = _clean_text_fields(field, row, config=config, allowed_types=config.OBSERVATION_TYPES)
+    created_at = _timestamp(f"{field}.created_at", row["created_at"])
+    updated_at = _timestamp(f"{field}.updated_at", row.get("updated_at", row["created_at"]))
+    return {
+        **values,
+        "id": _uuid(f"{field}.id", row["id"]),
+        "session_id": _uuid(f"{field}.session_id", row["session_id"]),
+        "revision_count": _count(f"{field}.revision_count", row.get("revision_count", 1), minimum=1),
+        "duplicate_count": _count(f"{field}.duplicate_count", row.get("duplicate_count", 1), minimum=1),
+        "redacted_blocks": blocks + _count(f"{field}.redacted_blocks", row.get("redacted_blocks", 0), minimum=0),
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "last_seen_at": _timestamp(f"{field}.last_seen_at", row.get("last_seen_at", row["created_at"])),
+        "deleted_at": _timestamp(f"{field}.deleted_at", row.get("deleted_at"), nullable=True),
+    }
+
+
+def _clean_revision(field: str, row: Any, *, config: Config) -> dict:
+    _require_object(
+        field, row,
+        required=("observation_id", "revision", "title", "content", "written_at", "replaced_at"),
+        optional=("session_id", "type", "topic_key", "metadata"),
+    )
+    # History may hold types a later OBSERVATION_TYPES no longer allows: only the slug is checked.
+    values, _ = _clean_text_fields(field, row, config=config, allowed_types=None)
+    session_id = row.get("session_id")
+    return {
+        **values,
+        "observation_id": _uuid(f"{field}.observation_id", row["observation_id"]),
+        "revision": _count(f"{field}.revision", row["revision"], minimum=1),
+        "session_id_at_write": None if session_id is None else _uuid(f"{field}.session_id", session_id),
+        "written_at": _timestamp(f"{field}.written_at", row["written_at"]),
+        "replaced_at": _timestamp(f"{field}.replaced_at", row["replaced_at"]),
+    }
+
+
+def clean_document(data: Any, *, config: Config) -> tuple[list, list, list]:
+    """Every row of an export document validated, redacted and limit-checked; nothing is written.
+
+    Raises ValidationError naming the first bad field (``observations[3].title``).
+    """
+    document = _require_object("", data, required=("format", "version"), optional=DOCUMENT_FIELDS)
+    if document["format"] != FORMAT:
+        _fail("format", f"must be {FORMAT!r}.", "invalid_format")
+    if document["version"] != VERSION or isinstance(document["version"], bool):
+        _fail("version", f"must be {VERSION}; this version of ilab_memory reads no other.", "unsupported_version")
+    sessions = [_clean_session(f"sessions[{i}]", row, config=config) for i, row in enumerate(_rows(document, "sessions"))]
+    observations = [
+        _clean_observation(f"observations[{i}]", row, config=config)
+        for i, row in enumerate(_rows(document, "observations"))
+    ]
+    revisions = [
+        _clean_revision(f"revisions[{i}]", row, config=config) for i, row in enumerate(_rows(document, "revisions"))
+    ]
+    _check_references(sessions, observations, revisions)
+    return sessions, observations, revisions
+
+
+def _check_references(sessions: list, observations: list, revisions: list) -> None:
+    """Unique ids, rows that point at rows of the document, and the document's own invariants."""
+    session_ids = set()
+    for i, session in enumerate(sessions):
+        if session["id"] in session_ids:
+            _fail(f"sessions[{i}].id", "appears twice in the document.", "duplicate_id")
+        session_ids.add(session["id"])
+    if sum(1 for s in sessions if s["status"] == SessionStatus.ACTIVE) > 1:
+        _fail("sessions", "hold more than one active session.", "several_active_sessions")
+    observation_ids, live_topics = set(), set()
+    for i, observation in enumerate(observations):
+        if observation["id"] in observation_ids:
+            _fail(f"observations[{i}].id", "appears twice in the document.", "duplicate_id")
+        observation_ids.add(observation["id"])
+        if observation["session_id"] not in session_ids:
+            _fail(f"observations[{i}].session_id", "names no session of the document.", "unknown_session")
+        topic = observation["topic_key"]
+        if topic is not None and observation["deleted_at"] is None:
+            if topic in live_topics:
+                _fail(f"observations[{i}].topic_key", "is used by another live observation of the document.",
+                      "topic_key_taken")
+            live_topics.add(topic)
+    revision_keys = set()
+    for i, revision in enumerate(revisions):
+        key = (revision["observation_id"], revision["revision"])
+        if revision["observation_id"] not in observation_ids:
+            _fail(f"revisions[{i}].observation_id", "names no observation of the document.", "unknown_observation")
+        if key in revision_keys:
+            _fail(f"revisions[{i}].revision", "appears twice for the same observation.", "duplicate_id")
+        revision_keys.add(key)
+
+
+# -- import: writing ---------------------------------------------------------------------
+
+
+def _chunks(items: list, size: int = CHUNK) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _owners(model, ids: list, *, using: str) -> dict:
+    """id -> user_id for the ids that already exist, read in chunks."""
+    owners = {}
+    for chunk in _chunks(ids):
+        owners.update(model.objects.using(using).filter(pk__in=chunk).values_list("pk", "user_id"))
+    return owners
+
+
+def _refuse_foreign(kind: str, rows: list, owners: dict, user_id: str) -> None:
+    for i, row in enumerate(rows):
+        owner = owners.get(row["id"])
+        if owner is not None and owner != user_id:
+            _fail(f"{kind}[{i}].id", "is already taken by a row of another user; nothing was imported.",
+                  "id_taken")
+
+
+def user_import(*, user_id: str, data: Any, config: Config | None = None, using: str = "default") -> dict:
+    """Add the rows of an export document that ``user_id`` does not have yet; returns counts.
+
+    Validates the whole document first (ValidationError, nothing written); rows already present
+    are skipped, so importing the same document twice adds nothing. Raises ValidationError when
+    an id belongs to another user.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    sessions, observations, revisions = clean_document(data, config=config)
+
+    def run():
+        now = timezone.now()
+        active = _locked_active_session(user_id, using=using)  # serializes with session_start
+        session_owners = _owners(Session, [s["id"] for s in sessions], using=using)
+        observation_owners = _owners(Observation, [o["id"] for o in observations], using=using)
+        _refuse_foreign("sessions", sessions, session_owners, user_id)
+        _refuse_foreign("observations", observations, observation_owners, user_id)
+
+        new_sessions = [s for s in sessions if s["id"] not in session_owners]
+        closed, to_auto_summarize = 0, []
+        for session in new_sessions:
+            if session["status"] != SessionStatus.ACTIVE:
+                continue
+            expires_at = session["last_activity_at"] + timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+            if active is not None or expires_at < now:
+                # One active session per user: the one already here wins; an imported active
+                # session is closed with the auto-close rules, at the latest now.
+                session["status"], session["ended_at"] = SessionStatus.COMPLETED, min(expires_at, now)
+                closed += 1
+                if not session["summary"] or session["is_auto_generated"]:
+                    session["summary"], session["is_auto_generated"] = None, False
+                    to_auto_summarize.append(session["id"])
+        Session.objects.using(using).bulk_create(
+            [Session(user_id=user_id, **s) for s in new_sessions], batch_size=CHUNK
+        )
+
+        new_observations = [o for o in observations if o["id"] not in observation_owners]
+        conflicts = _hide_topic_conflicts(user_id, new_observations, now=now, using=using)
+        Observation.objects.using(using).bulk_create(
+            [
+                Observation(user_id=user_id, dedupe_hash=dedupe_hash(type=o["type"], title=o["title"],
+                                                                      content=o["content"]), **o)
+                for o in new_observations
+            ],
+            batch_size=CHUNK,
+        )
+
+        # History of an observation the user already had is kept as it is: it has its own.
+        new_ids = {o["id"] for o in new_observations}
+        new_revisions = [r for r in revisions if r["observation_id"] in new_ids]
+        ObservationRevision.objects.using(using).bulk_create(
+            [ObservationRevision(user_id=user_id, **r) for r in new_revisions], batch_size=CHUNK
+        )
+
+        for session in Session.objects.using(using).filter(pk__in=to_auto_summarize):
+            session.summary = build_auto_summary(session, config=config, using=using)
+            session.is_auto_generated, session.redacted_blocks = True, 0
+            session.save(using=using, update_fields=["summary", "is_auto_generated", "redacted_blocks"])
+
+        return {
+            "sessions_created": len(new_sessions),
+            "sessions_skipped": len(sessions) - len(new_sessions),
+            "sessions_closed": closed,
+            "observations_created": len(new_observations),
+            "observations_skipped": len(observations) - len(new_observations),
+            "observations_hidden": conflicts,
+            "revisions_created": len(new_revisions),
+            "revisions_skipped": len(revisions) - len(new_revisions),
+        }
+
+    return atomic_with_retry(run, using=using)
+
+
+def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, using: str) -> int:
+    """Import as soft-deleted a live observation whose topic_key a live one here already uses.
+
+    The memory the user has now wins; the imported one stays restorable once the topic is free.
+    """
+    wanted = {o["topic_key"] for o in observations if o["topic_key"] is not None and o["deleted_at"] is None}
+    taken = set()
+    for chunk in _chunks(sorted(wanted)):
+        taken.update(
+            Observation.objects.using(using).for_user(user_id).live().filter(topic_key__in=chunk)
+            .values_list("topic_key", flat=True)
+        )
+    hidden = 0
+    for observation in observations:
+        if observation["deleted_at"] is None and observation["topic_key"] in taken:
+            observation["deleted_at"] = now
+            hidden += 1
+    return hidden
+
+
+# -- erasure -----------------------------------------------------------------------------
+
+
+def user_forget(*, user_id: str, config: Config | None = None, using: str = "default") -> dict[str, int]:
+    """Erase every row of ``user_id`` (sessions, observations, revisions, index entries) in one
+    transaction; returns how many of each were deleted. Raises ValidationError for a bad user_id."""
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    connection = connections[using]
+    sqlite = connection.vendor == "sqlite"
+    if sqlite:
+        # Deleted cells are overwritten with zeros instead of lingering in free pages.
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA secure_delete = ON")
+
+    def run():
+        # Children first, so each count is of that kind of row alone, not of a cascade.
+        revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
+        revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
+        observations = Observation.objects.using(using).for_user(user_id).delete()[0]
+        sessions = Session.objects.using(using).for_user(user_id).delete()[0]
+        return {"sessions": sessions, "observations": observations, "revisions": revisions}
+
+    counts = atomic_with_retry(run, using=using)
+    if sqlite:
+        # Old page versions still sit in the write-ahead log until a checkpoint rewrites it.
+        transaction.on_commit(lambda: _checkpoint_wal(using), using=using)
+    return counts
+
+
+def _checkpoint_wal(using: str) -> None:
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
