@@ -19,6 +19,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "ilab_memory",
 ]
 
@@ -85,3 +90,29 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 LOGIN_URL = "admin:login"
 
 ILAB_MEMORY = {}
+
+# The memory API (ilab_memory.api) takes authentication from here; its views set the rest.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ilab_memory API",
+    "DESCRIPTION": "Durable, per-user memory for AI agents.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The docs page's assets are served from drf-spectacular-sidecar: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Request bodies above this are refused with 413 by the API (Django's default, 2.5 MB, stated
+# here because imports of a large history are the one request that approaches it).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440

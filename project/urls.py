@@ -1,8 +1,13 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    path("api/memory/", include("ilab_memory.api.urls")),
+    # The schema and its docs page; the page's assets come from drf-spectacular-sidecar (no CDN).
+    path("api/memory/schema/", SpectacularAPIView.as_view(), name="ilab_memory_schema"),
+    path("api/memory/docs/", SpectacularSwaggerView.as_view(url_name="ilab_memory_schema"), name="ilab_memory_docs"),
 ]

@@ -1,0 +1,63 @@
+"""One error shape, ``{"detail", "code"}``, for the app's own exceptions and DRF's.
+
+The app's exceptions are mapped here, in the views, so the host's ``EXCEPTION_HANDLER`` stays in
+charge of everything else; its answers only gain a ``code`` when they lack one.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import status
+from rest_framework.exceptions import APIException
+from rest_framework.response import Response
+
+from .. import exceptions
+
+NOT_FOUND_ERRORS = (exceptions.NoActiveSession, exceptions.ObservationNotFound, exceptions.SessionNotFound)
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = _("The request body is larger than {limit} bytes.")
+    default_code = "payload_too_large"
+
+    def __init__(self, limit: int):
+        super().__init__(self.default_detail.format(limit=limit))
+
+
+def app_error_response(exc: exceptions.IlabMemoryError) -> Response | None:
+    """The HTTP answer for one of the app's own exceptions; None for anything else."""
+    if isinstance(exc, exceptions.ValidationError):
+        body = {"detail": str(exc), "code": exc.code, "errors": {exc.field: [exc.message]}}
+        if exc.limit is not None:
+            body["limit"] = exc.limit
+        if exc.size is not None:
+            body["size"] = exc.size
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, NOT_FOUND_ERRORS):
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_404_NOT_FOUND)
+    return None
+
+
+def with_error_shape(response: Response, exc: Exception) -> Response:
+    """Give a DRF error answer the ``detail``/``code`` keys, keeping field errors under ``errors``."""
+    data = response.data
+    if not isinstance(exc, APIException) or not isinstance(data, (dict, list)):
+        return response
+    if isinstance(data, dict) and "detail" in data:
+        if "code" not in data:
+            codes = exc.get_codes()
+            data["code"] = codes.get("detail", exc.default_code) if isinstance(codes, dict) else codes
+        return response
+    response.data = {"detail": str(_("Invalid input.")), "code": "invalid", "errors": data}
+    return response
+
+
+class AppErrorMixin:
+    """Maps ``ilab_memory.exceptions`` to HTTP; defers everything else to the host's handler."""
+
+    def handle_exception(self, exc):
+        response = app_error_response(exc) if isinstance(exc, exceptions.IlabMemoryError) else None
+        if response is not None:
+            return response
+        return with_error_shape(super().handle_exception(exc), exc)

@@ -1,0 +1,36 @@
+"""OpenAPI pieces shared by the views: the user_id parameter and the documented error answers."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+from .serializers import ErrorSerializer
+
+USER_ID_PARAMETER = OpenApiParameter(
+    "user_id",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    required=False,
+    description=(
+        "Act for this user_id instead of the caller's own. Needs the "
+        "`ilab_memory.act_for_any_user` permission, else 403."
+    ),
+)
+
+_MEANINGS = {
+    400: "Invalid input: `errors` maps each field to its messages.",
+    401: "Not authenticated.",
+    403: "Not allowed (for example another user_id without the permission).",
+    404: "Not found, or not yours.",
+    413: "Request body larger than the site allows.",
+    415: "Body is not JSON.",
+    429: "Throttled.",
+}
+
+READ_ERRORS = (400, 401, 403, 429)
+WRITE_ERRORS = (400, 401, 403, 413, 415, 429)
+
+
+def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
+    return {s: OpenApiResponse(ErrorSerializer, description=_MEANINGS[s]) for s in statuses}

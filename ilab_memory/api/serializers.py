@@ -1,0 +1,207 @@
+"""Shapes in and out. Inputs check types only; limits and invariants belong to the services.
+
+Outputs are plain serializers over the frozen values of ``ilab_memory.types``, so every answer
+is exactly what the facade returns, and the schema documents it.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ..types import ContextScore, SearchScore
+
+# ---------------------------------------------------------------------------------------- inputs
+
+
+class StrictCharField(serializers.CharField):
+    """A string as sent: no number-to-text coercion, no trimming; blank is the service's call."""
+
+    default_error_messages = {"not_a_string": _("Must be a string.")}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("allow_blank", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+class ActingUserSerializer(serializers.Serializer):
+    user_id = StrictCharField(
+        required=False,
+        help_text=_("Act for this user_id (needs the ilab_memory.act_for_any_user permission)."),
+    )
+
+
+class SessionStartInputSerializer(ActingUserSerializer):
+    pass
+
+
+class SessionSummaryInputSerializer(ActingUserSerializer):
+    summary = StrictCharField(help_text=_("Narrative summary; stored without closing the session."))
+
+
+class SessionEndInputSerializer(ActingUserSerializer):
+    summary = StrictCharField(
+        required=False, allow_null=True, help_text=_("Optional summary; a blank one never wipes a stored one.")
+    )
+
+
+class ObservationCreateInputSerializer(ActingUserSerializer):
+    title = StrictCharField()
+    content = StrictCharField()
+    type = StrictCharField(required=False, default="manual")
+    topic_key = StrictCharField(required=False, allow_null=True, default=None)
+    metadata = serializers.JSONField(required=False, allow_null=True, default=None)
+
+
+class ObservationUpdateInputSerializer(ActingUserSerializer):
+    """Only the fields present in the body are changed."""
+
+    title = StrictCharField(required=False)
+    content = StrictCharField(required=False)
+    type = StrictCharField(required=False)
+    topic_key = StrictCharField(required=False, allow_null=True)
+    metadata = serializers.JSONField(required=False, allow_null=True)
+
+
+class DeleteQuerySerializer(serializers.Serializer):
+    hard = serializers.BooleanField(
+        required=False, default=False, help_text=_("true: erase the row, its history and index entry.")
+    )
+
+
+class TimelineQuerySerializer(serializers.Serializer):
+    before = serializers.IntegerField(required=False, default=5, min_value=0, max_value=50)
+    after = serializers.IntegerField(required=False, default=5, min_value=0, max_value=50)
+
+
+class ContextQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=100)
+
+
+class SearchQuerySerializer(serializers.Serializer):
+    q = StrictCharField(help_text=_("Words and \"quoted phrases\"; all must match, else any."))
+    type = StrictCharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+
+
+class ForgetInputSerializer(ActingUserSerializer):
+    confirm = StrictCharField(help_text=_("Must equal the user_id being erased."))
+
+
+class ImportInputSerializer(ActingUserSerializer):
+    data = serializers.JSONField(help_text=_("An export document, as returned by GET export/."))
+
+
+# --------------------------------------------------------------------------------------- outputs
+
+
+class ScoreSerializer(serializers.Serializer):
+    kind = serializers.SerializerMethodField()
+    value = serializers.FloatField()
+    breakdown = serializers.DictField(child=serializers.JSONField())
+
+    @extend_schema_field(serializers.ChoiceField(choices=["context", "search"]))
+    def get_kind(self, score) -> str:
+        if isinstance(score, SearchScore):
+            return "search"
+        if isinstance(score, ContextScore):
+            return "context"
+        raise TypeError(f"not a score: {type(score).__name__}")
+
+
+class ObservationCompactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    type = serializers.CharField()
+    title = serializers.CharField()
+    preview = serializers.CharField()
+    topic_key = serializers.CharField(allow_null=True)
+    session_id = serializers.UUIDField()
+    updated_at = serializers.DateTimeField()
+    score = ScoreSerializer(allow_null=True)
+
+
+class ObservationRecordSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    user_id = serializers.CharField()
+    session_id = serializers.UUIDField()
+    type = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    topic_key = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.JSONField())
+    revision_count = serializers.IntegerField(min_value=1)
+    duplicate_count = serializers.IntegerField(min_value=1)
+    redacted_blocks = serializers.IntegerField(min_value=0)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    last_seen_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+class SaveResultSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["created", "revised", "duplicate"])
+    observation = ObservationRecordSerializer()
+
+
+class SessionSummaryCompactSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(allow_null=True)
+    is_auto_generated = serializers.BooleanField()
+    observation_count = serializers.IntegerField(min_value=0)
+
+
+class SessionRecordSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    user_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["active", "completed"])
+    started_at = serializers.DateTimeField()
+    last_activity_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(allow_null=True)
+    is_auto_generated = serializers.BooleanField()
+    observation_count = serializers.IntegerField(min_value=0)
+
+
+class SessionStartSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    is_new = serializers.BooleanField()
+    sessions_context = SessionSummaryCompactSerializer(many=True)
+    memories = ObservationCompactSerializer(many=True)
+
+
+class TimelineSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    anchor = ObservationCompactSerializer()
+    before = ObservationCompactSerializer(many=True)
+    after = ObservationCompactSerializer(many=True)
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text=_("Field errors of a 400: field name → messages."),
+    )
+    limit = serializers.IntegerField(required=False)
+    size = serializers.IntegerField(required=False)
+
+
+# Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1}``.
+COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class AnyObjectField(serializers.JSONField):
+    """A JSON object documented as such (export documents)."""

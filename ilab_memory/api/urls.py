@@ -1,0 +1,20 @@
+"""The memory API's routes. Mount them under any prefix: ``path("api/memory/", include("ilab_memory.api.urls"))``."""
+
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+app_name = "ilab_memory_api"
+
+router = SimpleRouter()
+router.register("sessions", views.SessionViewSet, basename="session")
+router.register("observations", views.ObservationViewSet, basename="observation")
+
+urlpatterns = [
+    path("context/", views.ContextView.as_view(), name="context"),
+    path("export/", views.ExportView.as_view(), name="export"),
+    path("import/", views.ImportView.as_view(), name="import"),
+    path("forget/", views.ForgetView.as_view(), name="forget"),
+    *router.urls,
+]

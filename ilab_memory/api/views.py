@@ -1,0 +1,326 @@
+"""Thin views: a serializer checks the shape, a service or selector does the work.
+
+Every view names its own permission, parser, renderer, throttle, pagination and filter classes,
+so a host's DRF defaults can never open or reshape these endpoints; only authentication comes
+from the host.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.viewsets import GenericViewSet
+
+from .. import records, selectors
+from ..conf import get_config
+from ..exceptions import ValidationError
+from ..models import Observation, Session
+from ..services import observations as observation_services
+from ..services import data as data_services
+from ..services import sessions as session_services
+from ..validation import clean_user_id
+from . import serializers as s
+from .errors import AppErrorMixin, PayloadTooLarge
+from .filters import ObservationFilter, SessionFilter
+from .identity import acting_user_id
+from .pagination import ObservationCursorPagination, SessionCursorPagination
+from .parsers import BoundedJSONParser, max_body_bytes
+from .schema import READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
+from .throttling import MemoryUserRateThrottle
+
+
+class MemoryAPIMixin(AppErrorMixin):
+    """What every memory endpoint shares: who may call, what it accepts, whom it acts for."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [BoundedJSONParser]
+    renderer_classes = [JSONRenderer]
+    throttle_classes = [MemoryUserRateThrottle]
+    filter_backends: list = []
+    pagination_class = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        limit = max_body_bytes()
+        if limit is not None and _content_length(request) > limit:
+            raise PayloadTooLarge(limit)
+
+    def validated(self, serializer_class, data=None) -> dict:
+        """The request body (or ``data``) checked by ``serializer_class``; 400 when malformed."""
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def acting_user_id(self, body: dict | None = None) -> str:
+        """The caller's user_id, or the one it names in the body or the query (403 if not allowed)."""
+        if body is not None and "user_id" in body:
+            requested = body["user_id"]
+        else:
+            requested = self.request.query_params.get("user_id")
+        user_id = acting_user_id(self.request, requested)
+        # Checked here too, because selectors (unlike services) trust their user_id.
+        return clean_user_id(user_id, limit=get_config().MAX_USER_ID_CHARS)
+
+
+def _content_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+# -------------------------------------------------------------------------------------- sessions
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary=_("The caller's sessions, newest started first (cursor pages)"),
+        parameters=[USER_ID_PARAMETER],
+        responses={200: s.SessionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+    ),
+    retrieve=extend_schema(
+        summary=_("One session"),
+        parameters=[USER_ID_PARAMETER],
+        responses={200: s.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404)},
+    ),
+)
+class SessionViewSet(MemoryAPIMixin, GenericViewSet):
+    """Sessions are owned by the server: clients start, summarize and end them, never name one."""
+
+    queryset = Session.objects.none()
+    serializer_class = s.SessionRecordSerializer
+    pagination_class = SessionCursorPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = SessionFilter
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
+            return Session.objects.none()
+        return Session.objects.for_user(self.acting_user_id()).with_observation_count()
+
+    def list(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        items = [records.session_record(session, session.observation_count) for session in page]
+        return self.get_paginated_response(s.SessionRecordSerializer(items, many=True).data)
+
+    def retrieve(self, request, pk=None):
+        record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk)
+        return Response(s.SessionRecordSerializer(record).data)
+
+    @extend_schema(
+        summary=_("Start or reuse the caller's session (call it whenever the user shows up)"),
+        request=s.SessionStartInputSerializer,
+        responses={
+            201: OpenApiResponse(s.SessionStartSerializer, description=_("A new session was opened.")),
+            200: OpenApiResponse(s.SessionStartSerializer, description=_("The active session was reused.")),
+            **error_responses(*WRITE_ERRORS),
+        },
+    )
+    @action(detail=False, methods=["post"])
+    def start(self, request):
+        body = self.validated(s.SessionStartInputSerializer)
+        result = session_services.session_start(user_id=self.acting_user_id(body))
+        code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
+        return Response(s.SessionStartSerializer(result).data, status=code)
+
+    @extend_schema(
+        summary=_("Store a narrative summary on the active session without closing it"),
+        request=s.SessionSummaryInputSerializer,
+        responses={200: s.SessionRecordSerializer, **error_responses(*WRITE_ERRORS)},
+    )
+    @action(detail=False, methods=["post"])
+    def summary(self, request):
+        body = self.validated(s.SessionSummaryInputSerializer)
+        record = session_services.session_summary(user_id=self.acting_user_id(body), summary=body["summary"])
+        return Response(s.SessionRecordSerializer(record).data)
+
+    @extend_schema(
+        summary=_("Close the active session now"),
+        request=s.SessionEndInputSerializer,
+        responses={
+            200: s.SessionRecordSerializer,
+            **error_responses(*WRITE_ERRORS),
+            404: OpenApiResponse(s.ErrorSerializer, description=_('No active session (code "no_active_session").')),
+        },
+    )
+    @action(detail=False, methods=["post"])
+    def end(self, request):
+        body = self.validated(s.SessionEndInputSerializer)
+        record = session_services.session_end(user_id=self.acting_user_id(body), summary=body.get("summary"))
+        return Response(s.SessionRecordSerializer(record).data)
+
+
+# ---------------------------------------------------------------------------------- observations
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary=_("The caller's live observations, newest update first (cursor pages)"),
+        parameters=[USER_ID_PARAMETER],
+        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+    ),
+    create=extend_schema(
+        summary=_("Save an observation: create, revise by topic_key, or count a duplicate"),
+        request=s.ObservationCreateInputSerializer,
+        responses={
+            201: OpenApiResponse(s.SaveResultSerializer, description=_('Created (action "created").')),
+            200: OpenApiResponse(s.SaveResultSerializer, description=_('action "revised" or "duplicate".')),
+            **error_responses(*WRITE_ERRORS),
+        },
+    ),
+    retrieve=extend_schema(
+        summary=_("One live observation, full content"),
+        parameters=[USER_ID_PARAMETER],
+        responses={200: s.ObservationRecordSerializer, **error_responses(*READ_ERRORS, 404)},
+    ),
+    partial_update=extend_schema(
+        summary=_("Change some fields; the old version goes to the history"),
+        request=s.ObservationUpdateInputSerializer,
+        responses={200: s.ObservationRecordSerializer, **error_responses(*WRITE_ERRORS, 404)},
+    ),
+    destroy=extend_schema(
+        summary=_("Soft delete, or hard delete with ?hard=true"),
+        parameters=[USER_ID_PARAMETER, s.DeleteQuerySerializer],
+        responses={204: None, **error_responses(*READ_ERRORS, 404)},
+    ),
+)
+class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
+    """Typed memories of the caller; another user's id is a 404, never a 403."""
+
+    queryset = Observation.objects.none()
+    serializer_class = s.ObservationRecordSerializer
+    pagination_class = ObservationCursorPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ObservationFilter
+    lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
+            return Observation.objects.none()
+        return Observation.objects.for_user(self.acting_user_id()).live()
+
+    def list(self, request):
+        preview_chars = get_config().PREVIEW_CHARS
+        rows = selectors.compact_rows(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
+        page = self.paginate_queryset(rows)
+        items = [records.observation_compact(row, preview_chars=preview_chars) for row in page]
+        return self.get_paginated_response(s.ObservationCompactSerializer(items, many=True).data)
+
+    def create(self, request):
+        body = self.validated(s.ObservationCreateInputSerializer)
+        result = observation_services.observation_save(
+            user_id=self.acting_user_id(body),
+            title=body["title"],
+            content=body["content"],
+            type=body["type"],
+            topic_key=body["topic_key"],
+            metadata=body["metadata"],
+        )
+        code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
+        return Response(s.SaveResultSerializer(result).data, status=code)
+
+    def retrieve(self, request, pk=None):
+        observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk)
+        return Response(s.ObservationRecordSerializer(records.observation_record(observation)).data)
+
+    def partial_update(self, request, pk=None):
+        body = dict(self.validated(s.ObservationUpdateInputSerializer))
+        user_id = self.acting_user_id(body)
+        body.pop("user_id", None)
+        record = observation_services.observation_update(user_id=user_id, observation_id=pk, **body)
+        return Response(s.ObservationRecordSerializer(record).data)
+
+    def destroy(self, request, pk=None):
+        query = self.validated(s.DeleteQuerySerializer, request.query_params)
+        observation_services.observation_delete(user_id=self.acting_user_id(), observation_id=pk, hard=query["hard"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary=_("The observations written by the same session around this one"),
+        parameters=[USER_ID_PARAMETER, s.TimelineQuerySerializer],
+        responses={200: s.TimelineSerializer, **error_responses(*READ_ERRORS, 404)},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def timeline(self, request, pk=None):
+        query = self.validated(s.TimelineQuerySerializer, request.query_params)
+        timeline = selectors.observation_timeline(
+            user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
+        )
+        return Response(s.TimelineSerializer(timeline).data)
+
+
+# --------------------------------------------------------------------------------------- context
+
+
+class ContextView(MemoryAPIMixin, APIView):
+    """The start-of-session ranking, on demand."""
+
+    @extend_schema(
+        summary=_("The caller's memories ranked by ContextScore (read-only; touches no session)"),
+        parameters=[USER_ID_PARAMETER, s.ContextQuerySerializer],
+        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request):
+        query = self.validated(s.ContextQuerySerializer, request.query_params)
+        config = get_config()
+        memories = selectors.context_memories(
+            user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), config=config
+        )
+        return Response(s.ObservationCompactSerializer(memories, many=True).data)
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+class ExportView(MemoryAPIMixin, APIView):
+    """A versioned export of everything the caller has (private blocks were never stored)."""
+
+    @extend_schema(
+        summary=_("Everything the caller has, as a versioned JSON document"),
+        parameters=[USER_ID_PARAMETER],
+        responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request):
+        return Response(data_services.user_export(user_id=self.acting_user_id()))
+
+
+class ImportView(MemoryAPIMixin, APIView):
+    """Import an export document; the whole document is checked before anything is written."""
+
+    @extend_schema(
+        summary=_("Add the rows of an export document the caller does not have yet (idempotent)"),
+        request=s.ImportInputSerializer,
+        responses={200: OpenApiResponse(s.COUNTS), **error_responses(*WRITE_ERRORS)},
+    )
+    def post(self, request):
+        body = self.validated(s.ImportInputSerializer)
+        counts = data_services.user_import(user_id=self.acting_user_id(body), data=body["data"])
+        return Response(counts)
+
+
+class ForgetView(MemoryAPIMixin, APIView):
+    """Erasure: every session, observation and revision of the user, in one transaction."""
+
+    @extend_schema(
+        summary=_("Erase every row of the caller (confirm with the user_id)"),
+        request=s.ForgetInputSerializer,
+        responses={200: OpenApiResponse(s.COUNTS), **error_responses(*WRITE_ERRORS)},
+    )
+    def post(self, request):
+        body = self.validated(s.ForgetInputSerializer)
+        user_id = self.acting_user_id(body)
+        if body["confirm"] != user_id:
+            raise ValidationError(
+                "confirm", "must equal the user_id being erased; nothing was erased.", code="confirmation_mismatch"
+            )
+        return Response(data_services.user_forget(user_id=user_id))
