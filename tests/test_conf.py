@@ -1,0 +1,82 @@
+"""SPEC §9: one settings dict read at call time, defaults, and system checks."""
+
+import pytest
+from django.core import checks
+from django.test import override_settings
+
+from ilab_memory.conf import DEFAULTS, get_config
+from ilab_memory.exceptions import ConfigurationError
+
+
+def ids(errors):
+    return sorted(e.id for e in errors)
+
+
+def run_checks():
+    from ilab_memory.checks import check_settings
+
+    return check_settings()
+
+
+def test_every_key_has_a_default():
+    config = get_config()
+    for key, value in DEFAULTS.items():
+        assert getattr(config, key) == value
+
+
+def test_settings_are_read_at_call_time():
+    assert get_config().SESSION_TIMEOUT_HOURS == 24
+    with override_settings(ILAB_MEMORY={"SESSION_TIMEOUT_HOURS": 2}):
+        assert get_config().SESSION_TIMEOUT_HOURS == 2
+    assert get_config().SESSION_TIMEOUT_HOURS == 24
+
+
+def test_overrides_accept_lower_case_keys():
+    assert get_config({"session_timeout_hours": 3}).SESSION_TIMEOUT_HOURS == 3
+    with pytest.raises(ConfigurationError):
+        get_config({"bogus": 1})
+
+
+def test_config_is_read_only():
+    with pytest.raises(AttributeError):
+        get_config().SESSION_TIMEOUT_HOURS = 1
+
+
+def test_default_settings_pass_the_checks():
+    assert run_checks() == []
+
+
+@override_settings(ILAB_MEMORY={"SESION_TIMEOUT_HOURS": 2})
+def test_unknown_key_is_reported_with_a_hint():
+    [error] = run_checks()
+    assert error.id == "ilab_memory.E002" and "SESION_TIMEOUT_HOURS" in error.msg and error.hint
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"SESSION_TIMEOUT_HOURS": 0},
+        {"CONTEXT_MEMORIES": "10"},
+        {"DEDUPE_WINDOW_MINUTES": -1},
+        {"TYPE_WEIGHTS": {"decision": -1}},
+        {"OBSERVATION_TYPES": ["Not Slug"]},
+        {"OBSERVATION_TYPES": "decision"},
+        {"MAX_USER_ID_CHARS": 300},
+        {"REGISTER_ADMIN": "yes"},
+        {"SEARCH_DEFAULT_LIMIT": 100, "SEARCH_MAX_LIMIT": 10},
+        {"MAX_TITLE_CHARS": True},
+    ],
+)
+def test_bad_values_are_reported(bad):
+    with override_settings(ILAB_MEMORY=bad):
+        assert "ilab_memory.E003" in ids(run_checks())
+
+
+@override_settings(ILAB_MEMORY=["not", "a", "dict"])
+def test_non_dict_setting_is_reported():
+    assert ids(run_checks()) == ["ilab_memory.E001"]
+
+
+def test_checks_are_registered_with_django():
+    with override_settings(ILAB_MEMORY={"NOPE": 1}):
+        assert "ilab_memory.E002" in ids(checks.run_checks())

@@ -1,0 +1,170 @@
+"""SPEC §10: embedded mode on a SQLite file, the seed's examples, and ILabMemory() in a site."""
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ilab_memory import ILabMemory
+from ilab_memory.exceptions import ConfigurationError
+
+ROOT = Path(__file__).resolve().parent.parent
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+
+SEED_START = """\
+from ilab_memory import ILabMemory
+
+mem = ILabMemory.from_path("./mem.db")
+resp = mem.mem_session_start(user_id="alice")
+
+print(resp.session_id)        # uuid string
+print(resp.is_new)             # True si recién creada, False si reutilizada
+print(len(resp.sessions_context))  # summaries de sesiones pasadas (hasta 5)
+print(len(resp.memories))      # ObservationCompacts recientes (hasta ~10)
+"""
+
+SEED_END = """\
+closed = mem.mem_session_end(
+    user_id="alice",
+    summary="Capturé el saludo preferido de Alice y confirmé que el agente usará 'Ali'.",
+)
+
+print(closed.id)
+print(closed.ended_at)             # ISO 8601, UTC
+print(closed.is_auto_generated)    # False — este es un summary humano
+"""
+
+
+def run_script(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter with only the repository importable."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_seed_examples_run_as_written(tmp_path):
+    result = run_script(SEED_START + "\n" + SEED_END, tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(UUID, lines[0])
+    assert lines[1:4] == ["True", "0", "0"]
+    assert lines[4] == lines[0]  # the session it opened is the one it closed
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", lines[5])
+    assert lines[6] == "False"
+    assert (tmp_path / "mem.db").exists()
+
+
+def test_seed_start_reuses_the_session_in_a_second_process(tmp_path):
+    first = run_script(SEED_START, tmp_path)
+    second = run_script(SEED_START, tmp_path)  # migrations already applied: a no-op
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0]
+    assert second.stdout.splitlines()[1] == "False"
+
+
+def test_embedded_database_uses_wal_and_the_unique_active_session_index(tmp_path):
+    result = run_script('from ilab_memory import ILabMemory\nILabMemory.from_path("m.db").mem_save("a", "T", "C")', tmp_path)
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        sql = db.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'ilab_memory_one_active_session_per_user'"
+        ).fetchone()[0]
+    assert "UNIQUE" in sql.upper() and "WHERE" in sql.upper()
+
+
+def test_embedded_threads_share_one_session_without_lock_errors(tmp_path):
+    code = textwrap.dedent(
+        """
+        import threading
+        from ilab_memory import ILabMemory
+        from django.db import connections
+        mem = ILabMemory.from_path("t.db")
+        for round_ in range(10):
+            barrier = threading.Barrier(8)
+            ids, errors = [], []
+            def work(i):
+                try:
+                    barrier.wait()
+                    ids.append(mem.mem_session_start(f"u{round_}").session_id)
+                    mem.mem_save(f"u{round_}", f"t{i}", "c")
+                except Exception as exc:
+                    errors.append(repr(exc))
+                finally:
+                    connections.close_all()
+            threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            assert not errors, errors
+            assert len(ids) == 8 and len(set(ids)) == 1, ids
+        print("ok")
+        """
+    )
+    result = run_script(code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    with sqlite3.connect(tmp_path / "t.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM ilab_memory_session WHERE status='active'").fetchone()[0] == 10
+        assert db.execute("SELECT COUNT(*) FROM ilab_memory_observation").fetchone()[0] == 80
+
+
+def test_import_works_before_django_is_configured(tmp_path):
+    result = run_script(
+        "from ilab_memory import ILabMemory\nfrom django.conf import settings\nprint(settings.configured)", tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+def test_site_mode_before_setup_explains_from_path(tmp_path):
+    result = run_script("from ilab_memory import ILabMemory\nILabMemory()", tmp_path)
+    assert result.returncode != 0 and "from_path" in result.stderr
+
+
+def test_from_path_with_missing_folder_is_a_clear_error(tmp_path):
+    result = run_script('from ilab_memory import ILabMemory\nILabMemory.from_path("nope/deeper/mem.db")', tmp_path)
+    assert "ConfigurationError" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_from_path_with_unwritable_folder_is_a_clear_error(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user that can write anywhere (root)")
+        result = run_script('from ilab_memory import ILabMemory\nILabMemory.from_path("locked/mem.db")', tmp_path)
+        assert "ConfigurationError" in result.stderr and "not writable" in result.stderr
+    finally:
+        locked.chmod(0o700)
+
+
+def test_from_path_on_a_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="is a folder"):
+        ILabMemory.from_path(tmp_path)
+
+
+def test_from_path_inside_a_configured_site_says_to_use_ilabmemory(tmp_path):
+    with pytest.raises(ConfigurationError, match=r"use ILabMemory\(\)"):
+        ILabMemory.from_path(tmp_path / "mem.db")
+
+
+def test_overrides_are_validated_up_front(db):
+    with pytest.raises(ConfigurationError):
+        ILabMemory(not_a_setting=1)
+    with pytest.raises(ConfigurationError):
+        ILabMemory(session_timeout_hours=0)
+
+
+def test_returned_timestamps_are_iso_utc_strings(mem):
+    record = mem.mem_save("alice", "T", "C").observation
+    for value in (record.created_at, record.updated_at, record.last_seen_at):
+        assert isinstance(value, str) and value.endswith("+00:00")

@@ -1,0 +1,82 @@
+"""SPEC §5 / Braess #5: ContextScore, and why it cannot be compared with a SearchScore."""
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ilab_memory.services.scoring import context_score
+from ilab_memory.types import ContextScore, SearchScore
+from tests.conftest import START
+from tests.factories import ObservationFactory, SessionFactory
+
+NOW = datetime(2026, 1, 15, 9, 0, tzinfo=timezone.utc)
+WEIGHTS = {"decision": 1.5, "manual": 1.0}
+
+
+def score(**kwargs):
+    values = {"now": NOW, "updated_at": NOW, "type": "manual", "revision_count": 1, "duplicate_count": 1,
+              "type_weights": WEIGHTS, **kwargs}
+    return context_score(**values)
+
+
+def test_context_and_search_scores_cannot_be_compared():
+    c, s = ContextScore(0.5), SearchScore(0.5)
+    for op in (lambda: c < s, lambda: c > s, lambda: c <= s, lambda: s >= c, lambda: c == s, lambda: sorted([c, s])):
+        with pytest.raises(TypeError):
+            op()
+
+
+def test_scores_of_one_kind_compare_by_value():
+    assert ContextScore(0.2) < ContextScore(0.3)
+    assert SearchScore(0.9) > SearchScore(0.1)
+    assert ContextScore(0.5, {"a": 1}) == ContextScore(0.5, {"b": 2})
+
+
+def test_scores_are_frozen_and_carry_a_breakdown():
+    s = score()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.value = 2
+    assert set(s.breakdown) == {"hours_since_update", "recency", "type_weight", "reinforcement"}
+
+
+def test_recency_decays_0_995_per_hour():
+    assert score(updated_at=NOW - timedelta(hours=10)).value == pytest.approx(0.995**10)
+
+
+def test_type_weight_multiplies_and_unknown_types_weigh_one():
+    assert score(type="decision").value == pytest.approx(1.5)
+    assert score(type="whatever").value == pytest.approx(1.0)
+
+
+def test_reinforcement_grows_with_use_but_is_bounded():
+    values = [score(revision_count=n).value for n in (1, 2, 5, 50, 10_000)]
+    assert values == sorted(values) and values[0] == 1.0
+    assert values[-1] < 1.5
+
+
+def test_context_ranking_prefers_weighted_types_and_breaks_ties_deterministically(mem, clock):
+    session = SessionFactory(user_id="alice")
+    now = START
+    a = ObservationFactory(session=session, type="manual", updated_at=now)
+    b = ObservationFactory(session=session, type="decision", updated_at=now - timedelta(hours=20))
+    c = ObservationFactory(session=session, type="manual", updated_at=a.updated_at)
+    ranked = [m.id for m in mem.mem_context("alice")]
+    assert ranked[0] == str(b.id)  # 1.5 * 0.995**20 ≈ 1.36 > 1.0
+    assert ranked[1:] == sorted([str(a.id), str(c.id)], reverse=True)
+    assert ranked == [m.id for m in mem.mem_context("alice")]
+
+
+def test_context_candidates_are_bounded_by_setting(db, settings, clock):
+    from ilab_memory import ILabMemory
+
+    session = SessionFactory(user_id="alice")
+    old_decision = ObservationFactory(
+        session=session, type="decision",
+        updated_at=START - timedelta(hours=1),
+    )
+    ObservationFactory.create_batch(3, session=session, type="manual")
+    settings.ILAB_MEMORY = {"CONTEXT_CANDIDATES": 3}
+    assert str(old_decision.id) not in [m.id for m in ILabMemory().mem_context("alice")]
+    settings.ILAB_MEMORY = {"CONTEXT_CANDIDATES": 4}
+    assert ILabMemory().mem_context("alice")[0].id == str(old_decision.id)
