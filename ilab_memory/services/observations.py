@@ -51,7 +51,8 @@ def clean_fields(*, config: Config, **given) -> CleanFields:
         if field in given:
             result = redact(check_text(field, given[field]))
             blocks += result.blocks
-            values[field] = check_length(field, result.text, limit)
+            # Blank is judged on what would be stored: "</private>" alone redacts to "".
+            values[field] = check_length(field, check_text(field, result.text), limit)
     if "topic_key" in given:
         topic_key = given["topic_key"]
         if topic_key is not None:

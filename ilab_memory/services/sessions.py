@@ -115,6 +115,10 @@ def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | 
     if not summary.strip():
         return None, 0
     redacted = redact(summary)
+    # Blank is judged on what would be stored: "</private>" alone redacts to "".
+    check_text("summary", redacted.text, allow_blank=allow_blank)
+    if not redacted.text.strip():
+        return None, 0
     check_length("summary", redacted.text, config.MAX_SUMMARY_CHARS)
     return redacted.text, redacted.blocks
 
