@@ -14,3 +14,9 @@ class IlabMemoryConfig(AppConfig):
         from .conf import reload
 
         setting_changed.connect(reload, dispatch_uid="ilab_memory_conf_reload")
+
+        from django.db.models.signals import post_migrate
+
+        from .services.search import repair_after_migrate
+
+        post_migrate.connect(repair_after_migrate, sender=self, dispatch_uid="ilab_memory_search_repair")

@@ -212,6 +212,12 @@ class ILabMemory:
 
         return observation_delete(user_id=user_id, observation_id=observation_id, hard=hard, **self._kwargs())
 
+    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int = 10):
+        """Full-text search of the user's live observations, best first (SearchScore)."""
+        from .services.search import observation_search
+
+        return observation_search(user_id=user_id, query=query, type=type, limit=limit, **self._kwargs())
+
     def mem_context(self, user_id: str, *, limit: int = 10):
         """The start-of-session ranking (ContextScore), read-only."""
         from . import selectors

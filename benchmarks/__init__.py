@@ -1,0 +1,1 @@
+"""Reproducible measurements; each module runs on its own (``python -m benchmarks.<name>``)."""

@@ -1,0 +1,465 @@
+"""Full-text search over a user's observations (``mem_search``), ranked by SearchScore.
+
+Three parts, all here so the index and the queries against it can never drift apart:
+
+* **Folding** (``fold`` / ``tokens``): accents stripped (NFD, combining marks U+0300–U+036F
+  dropped), lowercased, split on punctuation and symbols. The PostgreSQL function
+  ``ilab_memory_search_fold`` is the same rule in SQL; SQLite's FTS5 tokenizer
+  ``unicode61 remove_diacritics 2`` is the same rule for every Latin-script text.
+* **The index.** SQLite: the FTS5 table ``ilab_memory_search`` kept in sync by triggers on the
+  observation table (same transaction). PostgreSQL: a ``search_vector`` tsvector column (title
+  A, topic_key B, content C, built from folded text with the ``simple`` configuration, so no
+  language stemming and no extension) maintained by a trigger, with a GIN index. Triggers make
+  every writer follow: services, the ORM (``QuerySet.delete()``, ``bulk_create``), raw SQL.
+* **The query.** Words and "quoted phrases"; all terms first, any term when that finds nothing,
+  in one SQL statement. User text never reaches the engine's query syntax: every token is
+  quoted by us, so quotes, operators and punctuation cannot raise an engine error.
+
+Ranking and the score are explained in docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone as dt_timezone
+
+from django.db import connections, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .. import records
+from ..conf import Config, get_config
+from ..exceptions import ValidationError
+from ..types import ObservationCompact, SearchScore
+from ..validation import check_length, check_text, clean_type, clean_user_id
+
+# -- folding -------------------------------------------------------------------------------
+
+# Separators: ASCII punctuation and symbols, Latin-1 punctuation, general punctuation, arrows,
+# math and other symbols, CJK and full-width punctuation, emoji. Written with \u escapes that
+# Python's ``re`` and PostgreSQL's regular expressions read the same way.
+SEPARATOR_CLASS = (
+    r"[\u0001-\u002f\u003a-\u0040\u005b-\u0060\u007b-\u00bf\u00d7\u00f7\u2000-\u2bff"
+    r"\u2e00-\u2e7f\u3000-\u303f\ufe30-\ufe4f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40"
+    r"\uff5b-\uff65\U0001f000-\U0001faff[:space:]]"
+)
+_SEPARATORS = re.compile(SEPARATOR_CLASS.replace("[:space:]", r"\s") + "+")
+_COMBINING_MARKS = re.compile("[\u0300-\u036f]")
+
+# Longer tokens are dropped from queries: PostgreSQL ignores words over 2047 bytes, and no
+# one searches for a 256-character word.
+MAX_TOKEN_CHARS = 255
+
+
+def fold(text: str) -> str:
+    """Accents off, lower case, punctuation turned into single spaces."""
+    text = _COMBINING_MARKS.sub("", unicodedata.normalize("NFD", text)).lower()
+    return _SEPARATORS.sub(" ", text).strip()
+
+
+def tokens(text: str) -> list[str]:
+    return [t for t in fold(text).split() if len(t) <= MAX_TOKEN_CHARS]
+
+
+# -- query parsing -------------------------------------------------------------------------
+
+# Boolean connectors agents type out of habit. We do not implement boolean syntax, and the
+# literal words would only make "all terms" fail, so a bare upper-case AND / OR is skipped.
+# NOT and NEAR stay words: "NOT NULL" and "near-duplicate" are common in memories.
+_CONNECTORS = frozenset({"AND", "OR", "&&", "||"})
+# Word boundaries beyond whitespace: brackets (``NEAR(a b)``, ``useEffect(``) split words.
+_WORD_SPLIT = re.compile(r"[\s()\[\]{}]+")
+_NEAR_GROUP = re.compile(r"\bNEAR\s*\(")
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """Terms, each a phrase of one or more folded tokens, in query order without repeats."""
+
+    terms: tuple[tuple[str, ...], ...]
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for term in self.terms:
+            for token in term:
+                seen.setdefault(token)
+        return tuple(seen)
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split user text into phrase terms. Never fails; may return no terms (only punctuation).
+
+    A word with inner punctuation (``std::vector``, ``v2.3.1``, ``select_for_update``) is a
+    phrase of its parts, which is how both engines index it. An unterminated quote is ignored.
+    """
+    text = _NEAR_GROUP.sub(" ", text)
+    parts = text.split('"')
+    raw_terms: list[tuple[str, ...]] = []
+    skipped: list[tuple[str, ...]] = []
+    for index, part in enumerate(parts):
+        quoted = index % 2 == 1 and index < len(parts) - 1
+        if quoted:
+            phrase = tuple(tokens(part))
+            if phrase:
+                raw_terms.append(phrase)
+            continue
+        for word in _WORD_SPLIT.split(part):
+            phrase = tuple(tokens(word))
+            if not phrase:
+                continue
+            (skipped if word in _CONNECTORS else raw_terms).append(phrase)
+    terms = raw_terms or skipped  # a query of only "OR" still searches for "or"
+    return ParsedQuery(tuple(dict.fromkeys(terms)))
+
+
+# -- the index: DDL shared by the migration, the self-check and the rebuild command --------
+
+SQLITE_TABLE = "ilab_memory_search"
+SQLITE_TRIGGERS = ("ilab_memory_search_ai", "ilab_memory_search_ad", "ilab_memory_search_au")
+OBSERVATION_TABLE = "ilab_memory_observation"
+
+# title, topic_key, content are searched; owner (the user, as one hex token) scopes a MATCH to
+# one user through the index; observation_id finds the entry to delete.
+SQLITE_CREATE_TABLE = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS {SQLITE_TABLE} USING fts5(
+    title, topic_key, content, owner, observation_id,
+    tokenize = 'unicode61 remove_diacritics 2'
+)"""
+_SQLITE_ENTRY = "new.title, coalesce(new.topic_key, ''), new.content, 'u' || hex(new.user_id), new.id"
+_SQLITE_DELETE_OLD = f"""DELETE FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH 'observation_id : "' || old.id || '"';"""
+SQLITE_CREATE_TRIGGERS = (
+    f"""CREATE TRIGGER IF NOT EXISTS ilab_memory_search_ai AFTER INSERT ON {OBSERVATION_TABLE} BEGIN
+        INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id) VALUES ({_SQLITE_ENTRY});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS ilab_memory_search_ad AFTER DELETE ON {OBSERVATION_TABLE} BEGIN
+        {_SQLITE_DELETE_OLD}
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS ilab_memory_search_au
+    AFTER UPDATE OF id, user_id, title, topic_key, content ON {OBSERVATION_TABLE}
+    WHEN old.id IS NOT new.id OR old.user_id IS NOT new.user_id OR old.title IS NOT new.title
+      OR old.topic_key IS NOT new.topic_key OR old.content IS NOT new.content
+    BEGIN
+        {_SQLITE_DELETE_OLD}
+        INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id) VALUES ({_SQLITE_ENTRY});
+    END""",
+)
+SQLITE_REBUILD = (
+    f"DELETE FROM {SQLITE_TABLE}",
+    f"""INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id)
+        SELECT title, coalesce(topic_key, ''), content, 'u' || hex(user_id), id FROM {OBSERVATION_TABLE}""",
+)
+SQLITE_DROP = (
+    *(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS),
+    f"DROP TABLE IF EXISTS {SQLITE_TABLE}",
+)
+
+PG_CREATE = (
+    f"ALTER TABLE {OBSERVATION_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
+    # The same rule as ``fold`` above. normalize() is built in (PostgreSQL 13+, UTF8 databases).
+    f"""CREATE OR REPLACE FUNCTION ilab_memory_search_fold(value text) RETURNS text
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT regexp_replace(
+            lower(regexp_replace(normalize(coalesce(value, ''), NFD), '[\\u0300-\\u036f]', '', 'g')),
+            '{SEPARATOR_CLASS}+', ' ', 'g')
+        $$""",
+    """CREATE OR REPLACE FUNCTION ilab_memory_search_vector(title text, topic_key text, content text)
+        RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(title)), 'A')
+            || setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(topic_key)), 'B')
+            || setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(content)), 'C')
+        $$""",
+    """CREATE OR REPLACE FUNCTION ilab_memory_search_trigger() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.search_vector := ilab_memory_search_vector(NEW.title, NEW.topic_key, NEW.content);
+            RETURN NEW;
+        END
+        $$""",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_insert ON {OBSERVATION_TABLE}",
+    f"""CREATE TRIGGER ilab_memory_search_insert BEFORE INSERT ON {OBSERVATION_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION ilab_memory_search_trigger()""",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_update ON {OBSERVATION_TABLE}",
+    # Only when the text changed: a duplicate bump or a soft delete does not re-parse 50 KB.
+    f"""CREATE TRIGGER ilab_memory_search_update BEFORE UPDATE ON {OBSERVATION_TABLE}
+        FOR EACH ROW WHEN (OLD.title IS DISTINCT FROM NEW.title
+            OR OLD.topic_key IS DISTINCT FROM NEW.topic_key OR OLD.content IS DISTINCT FROM NEW.content)
+        EXECUTE FUNCTION ilab_memory_search_trigger()""",
+    f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)""",
+)
+PG_REBUILD = (
+    f"UPDATE {OBSERVATION_TABLE} SET search_vector = ilab_memory_search_vector(title, topic_key, content)",
+)
+PG_DROP = (
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_insert ON {OBSERVATION_TABLE}",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_update ON {OBSERVATION_TABLE}",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_trigger()",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_vector(text, text, text)",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_fold(text)",
+    "DROP INDEX IF EXISTS ilab_mem_obs_search",
+    f"ALTER TABLE {OBSERVATION_TABLE} DROP COLUMN IF EXISTS search_vector",
+)
+
+
+def _execute(connection, statements) -> None:
+    with connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
+
+
+def index_install(connection) -> None:
+    """Create the index structures for this connection's vendor and fill them from the table."""
+    if connection.vendor == "sqlite":
+        _execute(connection, (SQLITE_CREATE_TABLE, *SQLITE_CREATE_TRIGGERS, *SQLITE_REBUILD))
+    elif connection.vendor == "postgresql":
+        _execute(connection, (*PG_CREATE, *PG_REBUILD))
+
+
+def index_uninstall(connection) -> None:
+    if connection.vendor == "sqlite":
+        _execute(connection, SQLITE_DROP)
+    elif connection.vendor == "postgresql":
+        _execute(connection, PG_DROP)
+
+
+def index_rebuild(*, using: str = "default") -> int:
+    """Recreate the triggers and refill the index from the observation table; returns the rows."""
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        if connection.vendor == "sqlite":
+            _execute(connection, (SQLITE_CREATE_TABLE, *SQLITE_CREATE_TRIGGERS, *SQLITE_REBUILD))
+        elif connection.vendor == "postgresql":
+            _execute(connection, (*PG_CREATE, *PG_REBUILD))
+        else:
+            raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {OBSERVATION_TABLE}")
+            return cursor.fetchone()[0]
+
+
+def sqlite_triggers_present(connection) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)",
+            [OBSERVATION_TABLE, *SQLITE_TRIGGERS],
+        )
+        return cursor.fetchone()[0] == len(SQLITE_TRIGGERS)
+
+
+def index_ensure(*, using: str = "default") -> bool:
+    """Repair the SQLite index when a table rebuild dropped its triggers; True if it did.
+
+    Django rebuilds a SQLite table to alter a field (new table, copy, drop, rename), and the
+    drop takes the triggers with it. Writes made since then are missing from the index, so a
+    repair is a full rebuild, not just new triggers.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or sqlite_triggers_present(connection):
+        return False
+    index_rebuild(using=using)
+    return True
+
+
+def repair_after_migrate(*, using: str = "default", **kwargs) -> None:
+    """``post_migrate`` receiver: a migration that rebuilt the observation table dropped the
+    SQLite triggers; put them back and refill the index before anything else writes."""
+    connection = connections[using]
+    if connection.vendor != "sqlite" or SQLITE_TABLE not in connection.introspection.table_names():
+        return  # not SQLite, or the search migration is not applied (yet, or any more)
+    index_ensure(using=using)
+
+
+# -- ranking -------------------------------------------------------------------------------
+
+# Field weights: title > topic_key > content, the same ratios on both engines.
+SQLITE_BM25_WEIGHTS = (10.0, 4.0, 1.0, 0.0, 0.0)  # title, topic_key, content, owner, observation_id
+PG_RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"  # ts_rank order: D, C (content), B (topic_key), A (title)
+PG_RANK_NORMALIZATION = 1  # divide by 1 + log(document length), as bm25 normalizes length
+
+# Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
+# should win), never strong enough to bury a much better old match.
+RECENCY_FLOOR = 0.85
+RECENCY_HALF_LIFE_DAYS = 30.0
+
+# Candidates read from the engine before recency re-ranks them and ``limit`` cuts.
+CANDIDATE_EXTRA = 20
+
+MODE_ALL, MODE_ANY = "all", "any"
+
+
+def recency_factor(age_days: float) -> float:
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
+
+
+def _fts5_phrase(term: tuple[str, ...]) -> str:
+    # Tokens hold no '"' (it is a separator), so quoting cannot be broken out of.
+    return '"' + " ".join(term) + '"'
+
+
+def _any_terms(parsed: ParsedQuery) -> list[tuple[str, ...]]:
+    """The fallback's alternatives: every phrase, and every word of a multi-word phrase."""
+    alternatives = list(parsed.terms)
+    alternatives += [(word,) for word in parsed.words if (word,) not in parsed.terms]
+    return alternatives
+
+
+def _sqlite_queries(parsed: ParsedQuery, user_id: str) -> tuple[str, str]:
+    owner = "u" + user_id.encode("utf-8").hex()
+    all_terms = " AND ".join(_fts5_phrase(t) for t in parsed.terms)
+    any_terms = " OR ".join(_fts5_phrase(t) for t in _any_terms(parsed))
+    return f'owner : "{owner}" AND ({all_terms})', f'owner : "{owner}" AND ({any_terms})'
+
+
+def _tsquery_phrase(term: tuple[str, ...]) -> str:
+    return "(" + " <-> ".join(f"'{token}'" for token in term) + ")"
+
+
+def _pg_queries(parsed: ParsedQuery) -> tuple[str, str]:
+    all_terms = " & ".join(_tsquery_phrase(t) for t in parsed.terms)
+    any_terms = " | ".join(_tsquery_phrase(t) for t in _any_terms(parsed))
+    return all_terms, any_terms
+
+
+_SELECT_COLUMNS = "o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s)"
+
+
+def _sqlite_sql(type_filter: bool) -> str:
+    weights = ", ".join(str(w) for w in SQLITE_BM25_WEIGHTS)
+    return f"""
+        SELECT {_SELECT_COLUMNS},
+               -bm25({SQLITE_TABLE}, {weights}) AS relevance,
+               {SQLITE_TABLE}.rowid IN (
+                   SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s
+               ) AS all_terms
+        FROM {SQLITE_TABLE} JOIN {OBSERVATION_TABLE} o ON o.id = {SQLITE_TABLE}.observation_id
+        WHERE {SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
+              {"AND o.type = %s" if type_filter else ""}
+        ORDER BY all_terms DESC, relevance DESC, o.updated_at DESC, o.id
+        LIMIT %s"""
+
+
+def _pg_sql(type_filter: bool) -> str:
+    return f"""
+        SELECT {_SELECT_COLUMNS},
+               ts_rank('{PG_RANK_WEIGHTS}', o.search_vector, q.any_terms, {PG_RANK_NORMALIZATION}) AS relevance,
+               o.search_vector @@ q.all_terms AS all_terms
+        FROM {OBSERVATION_TABLE} o, (SELECT %s::tsquery AS all_terms, %s::tsquery AS any_terms) q
+        WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
+              {"AND o.type = %s" if type_filter else ""}
+        ORDER BY all_terms DESC, relevance DESC, o.updated_at DESC, o.id
+        LIMIT %s"""
+
+
+def _as_uuid(value) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _as_datetime(value) -> datetime:
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if timezone.is_naive(value):
+        value = value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+def _clean_limit(limit, config: Config) -> int:
+    if limit is None:
+        return config.SEARCH_DEFAULT_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValidationError("limit", "must be an integer >= 1.", code="invalid_integer")
+    return min(limit, config.SEARCH_MAX_LIMIT)
+
+
+def clean_query(query, config: Config) -> str:
+    query = check_text("query", query)
+    return check_length("query", query, config.MAX_QUERY_CHARS)
+
+
+def observation_search(
+    *,
+    user_id: str,
+    query: str,
+    type: str | None = None,
+    limit: int | None = None,
+    config: Config | None = None,
+    using: str = "default",
+) -> list[ObservationCompact]:
+    """The user's live observations that match ``query``, best first, each with a SearchScore.
+
+    Read-only. Raises ValidationError for a blank or over-long query, a bad type or limit.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    query = clean_query(query, config)
+    if type is not None:
+        type = clean_type(type, allowed=None)
+    limit = _clean_limit(limit, config)
+    parsed = parse_query(query)
+    if not parsed.terms:
+        return []  # only punctuation: nothing any memory could match
+
+    connection = connections[using]
+    preview_chars = config.PREVIEW_CHARS
+    if connection.vendor == "sqlite":
+        index_ensure(using=using)
+        all_query, any_query = _sqlite_queries(parsed, user_id)
+        sql = _sqlite_sql(type is not None)
+        engine = "sqlite-fts5-bm25"
+    elif connection.vendor == "postgresql":
+        all_query, any_query = _pg_queries(parsed)
+        sql = _pg_sql(type is not None)
+        engine = "postgresql-ts_rank"
+    else:
+        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
+    params = [preview_chars + 1, all_query, any_query, user_id]
+    if type is not None:
+        params.append(type)
+    params.append(limit + CANDIDATE_EXTRA)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+
+    mode = MODE_ALL if rows[0][8] else MODE_ANY
+    now = timezone.now()
+    scored = []
+    for row in rows:
+        if mode == MODE_ALL and not row[8]:
+            break  # rows are ordered all-terms first
+        updated_at = _as_datetime(row[5])
+        relevance = max(float(row[7]), 0.0)
+        age_days = (now - updated_at).total_seconds() / 86400
+        recency = recency_factor(age_days)
+        scored.append((relevance * recency, relevance, recency, updated_at, row))
+    scored.sort(key=lambda item: (item[0], item[3], str(item[4][0])), reverse=True)
+    scored = scored[:limit]
+    best = scored[0][0] or 1.0
+    results = []
+    for combined, relevance, recency, updated_at, row in scored:
+        value = combined / best if combined > 0 else math.ulp(1.0)  # (0, 1]: never zero
+        score = SearchScore(
+            value=value,
+            breakdown={
+                "engine": engine,
+                "relevance": relevance,
+                "mode": mode,
+                "terms": len(parsed.terms),
+                "recency": recency,
+            },
+        )
+        compact_row = {
+            "id": _as_uuid(row[0]),
+            "type": row[1],
+            "title": row[2],
+            "topic_key": row[3],
+            "session_id": _as_uuid(row[4]),
+            "updated_at": updated_at,
+            "content_head": row[6],
+        }
+        results.append(records.observation_compact(compact_row, preview_chars=preview_chars, score=score))
+    return results
