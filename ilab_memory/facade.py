@@ -262,5 +262,16 @@ class ILabMemory:
 
 def _migrate() -> None:
     from django.core.management import call_command
+    from django.db import OperationalError
+    from django.db.migrations.exceptions import MigrationSchemaMissing
 
-    call_command("migrate", verbosity=0, interactive=False)
+    # Processes opening a new file at once race to create the tables. SQLite DDL is
+    # transactional, so a loser finds them complete ("already exists") and migrating again is
+    # then a no-op.
+    for attempt in range(5):
+        try:
+            call_command("migrate", verbosity=0, interactive=False)
+            return
+        except (OperationalError, MigrationSchemaMissing) as error:
+            if "already exists" not in str(error) or attempt == 4:
+                raise

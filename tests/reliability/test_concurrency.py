@@ -1,0 +1,135 @@
+"""Many agents at once, in threads and in processes, on the configured database and on SQLite files.
+
+Afterwards: at most one active session per user, every acknowledged save present exactly once
+(or counted as a duplicate), counts that add up, and no "database is locked" anywhere.
+"""
+
+import random
+import sqlite3
+import threading
+
+import pytest
+from django.db import connection, connections
+
+from ilab_memory.models import Session
+
+from . import worker
+from .conftest import SCALE, check_invariants, parse_acks, pg_worker_target, record, spawn
+
+pytestmark = pytest.mark.slow
+
+
+def run_agents(mem, *, agents: int, users: list[str], ops: int, seed: int) -> list[dict]:
+    """``agents`` threads doing random start/save/summary/end; returns every acknowledgement."""
+    acks, errors = [], []
+    barrier = threading.Barrier(agents)
+
+    def agent(index: int):
+        try:
+            barrier.wait()
+            worker.mixed(
+                mem, users=users, ops=ops, seed=seed * 1000 + index, tag=f"t{index}",
+                emit=lambda **fields: acks.append(fields),
+            )
+        except Exception as error:  # any error at all fails the run, "database is locked" first
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=agent, args=(i,)) for i in range(agents)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    return acks
+
+
+def test_many_agents_of_one_user_in_threads_keep_every_invariant(tmem):
+    agents, ops = 6 * SCALE, 25
+    acks = run_agents(tmem, agents=agents, users=["alice"], ops=ops, seed=1)
+    starts = [a for a in acks if a["op"] == "start"]
+    with connection.cursor() as cursor:
+        figures = check_invariants(cursor, acks)
+    assert Session.objects.filter(user_id="alice").active().count() <= 1
+    assert starts and all(a["session"] for a in starts)
+    record(f"threads, one user ({connection.vendor})", agents=agents, **figures)
+
+
+def test_many_users_at_once_in_threads_keep_every_invariant(tmem):
+    agents, ops = 6 * SCALE, 25
+    users = [f"user-{n}" for n in range(4)]
+    acks = run_agents(tmem, agents=agents, users=users, ops=ops, seed=2)
+    with connection.cursor() as cursor:
+        figures = check_invariants(cursor, acks)
+    record(f"threads, {len(users)} users ({connection.vendor})", agents=agents, **figures)
+
+
+def test_concurrent_starts_of_one_user_all_get_the_one_active_session(tmem):
+    agents = 8
+    barrier = threading.Barrier(agents)
+    ids, errors = [], []
+
+    def start():
+        try:
+            barrier.wait()
+            ids.append(tmem.mem_session_start("bob").session_id)
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=start) for _ in range(agents)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(ids)) == 1 and Session.objects.filter(user_id="bob").count() == 1
+
+
+def run_processes(backend: str, target: str, *, processes: int, users: list[str], ops: int, seed: int):
+    children = [
+        spawn(backend, target, "mixed", "--users", ",".join(users), "--ops", str(ops),
+              "--seed", str(seed * 100 + n), "--tag", f"p{n}")
+        for n in range(processes)
+    ]
+    acks = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=120)
+        assert child.returncode == 0, stderr[-2000:]
+        assert "locked" not in stderr
+        acks.extend(parse_acks(stdout))
+    return acks
+
+
+def test_agents_in_processes_on_one_embedded_sqlite_file_keep_every_invariant(tmp_path):
+    path = str(tmp_path / "memory.db")
+    first = spawn("sqlite", path, "start", "--users", "user-0")  # create and migrate the file once
+    assert first.wait(timeout=120) == 0, first.stderr.read()
+    processes, ops = 4 * SCALE, 30
+    users = ["user-0", "user-1", "user-2"]
+    acks = run_processes("sqlite", path, processes=processes, users=users, ops=ops, seed=3)
+    with sqlite3.connect(path) as db:
+        figures = check_invariants(db.cursor(), acks)
+    record("processes, embedded SQLite file", processes=processes, **figures)
+
+
+def test_processes_opening_a_new_embedded_file_at_once_all_succeed(tmp_path):
+    path = str(tmp_path / "fresh.db")
+    children = [spawn("sqlite", path, "start", "--users", "carol") for _ in range(3)]
+    results = [child.communicate(timeout=120) for child in children]
+    assert [child.returncode for child in children] == [0, 0, 0], [err[-1500:] for _, err in results]
+    sessions = {parse_acks(out)[0]["session"] for out, _ in results}
+    assert len(sessions) == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL processes need the server")
+def test_agents_in_processes_on_postgresql_keep_every_invariant(transactional_db):
+    target = pg_worker_target(connection.settings_dict)
+    processes, ops = 4 * SCALE, 30
+    users = ["user-0", "user-1", "user-2"]
+    acks = run_processes("pg", target, processes=processes, users=users, ops=ops, seed=4)
+    with connection.cursor() as cursor:
+        figures = check_invariants(cursor, acks)
+    record("processes, PostgreSQL", processes=processes, **figures)
