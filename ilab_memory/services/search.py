@@ -74,6 +74,16 @@ _CONNECTORS = frozenset({"AND", "OR", "&&", "||"})
 # Word boundaries beyond whitespace: brackets (``NEAR(a b)``, ``useEffect(``) split words.
 _WORD_SPLIT = re.compile(r"[\s()\[\]{}]+")
 _NEAR_GROUP = re.compile(r"\bNEAR\s*\(")
+# Function words of questions ("how do we ...", "por qué ..."), English and Spanish (the
+# languages of the memories we know of). A bare one is not a term: it would make "all terms"
+# fail and flood "any term". Inside a phrase or a compound (``get_or_create``) it stays.
+STOP_WORDS = frozenset(
+    """a an and are as at be by can could did do does for from had has have how i if in into is it
+    its me my of on or our should so than that the their them then there these this those to us
+    was we were what when where which who why will with would you your
+    al como con cual cuando de del donde el en es esta este la las lo los mas para pero por porque
+    que se sin sobre su sus un una unos unas y o""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -112,8 +122,9 @@ def parse_query(text: str) -> ParsedQuery:
             phrase = tuple(tokens(word))
             if not phrase:
                 continue
-            (skipped if word in _CONNECTORS else raw_terms).append(phrase)
-    terms = raw_terms or skipped  # a query of only "OR" still searches for "or"
+            is_stop_word = word in _CONNECTORS or (len(phrase) == 1 and phrase[0] in STOP_WORDS)
+            (skipped if is_stop_word else raw_terms).append(phrase)
+    terms = raw_terms or skipped  # a query of only "OR" or "the who" still searches for them
     return ParsedQuery(tuple(dict.fromkeys(terms)))
 
 
@@ -282,7 +293,7 @@ PG_RANK_NORMALIZATION = 1  # divide by 1 + log(document length), as bm25 normali
 
 # Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
 # should win), never strong enough to bury a much better old match.
-RECENCY_FLOOR = 0.85
+RECENCY_FLOOR = 0.75
 RECENCY_HALF_LIFE_DAYS = 30.0
 
 # Candidates read from the engine before recency re-ranks them and ``limit`` cuts.
@@ -297,13 +308,33 @@ def recency_factor(age_days: float) -> float:
 
 def _fts5_phrase(term: tuple[str, ...]) -> str:
     # Tokens hold no '"' (it is a separator), so quoting cannot be broken out of.
+    if term[-1:] == ("*",):
+        return '"' + " ".join(term[:-1]) + '" *'
     return '"' + " ".join(term) + '"'
 
 
+# Crude suffix stripping for the fallback only: "rotate" also finds "rotation", "reminders"
+# finds "reminder". Longest suffix first; the stem keeps at least MIN_STEM_CHARS characters.
+_SUFFIXES = ("ations", "ation", "ions", "ion", "ing", "ers", "er", "ed", "es", "s", "e")
+MIN_STEM_CHARS = 4
+
+
+def stem(word: str) -> str | None:
+    """A prefix for ``word`` with a common suffix cut, or None when nothing safe can be cut."""
+    if not word.isalpha():
+        return None
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM_CHARS:
+            return word[: -len(suffix)]
+    return None
+
+
 def _any_terms(parsed: ParsedQuery) -> list[tuple[str, ...]]:
-    """The fallback's alternatives: every phrase, and every word of a multi-word phrase."""
+    """The fallback's alternatives: every phrase, every word of a multi-word phrase, and a
+    prefix (marked by a trailing ``*`` token) for words with a common suffix."""
     alternatives = list(parsed.terms)
     alternatives += [(word,) for word in parsed.words if (word,) not in parsed.terms]
+    alternatives += [(prefix, "*") for prefix in dict.fromkeys(filter(None, map(stem, parsed.words)))]
     return alternatives
 
 
@@ -315,6 +346,8 @@ def _sqlite_queries(parsed: ParsedQuery, user_id: str) -> tuple[str, str]:
 
 
 def _tsquery_phrase(term: tuple[str, ...]) -> str:
+    if term[-1:] == ("*",):
+        return "(" + " <-> ".join(f"'{token}'" for token in term[:-1]) + ":*)"
     return "(" + " <-> ".join(f"'{token}'" for token in term) + ")"
 
 
