@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     print(f"engine: {engine}   queries: {len(data['queries'])}   observations: {len(data['observations'])}")
     print(f"{'':12}{'nDCG@10':>9}{'recall@10':>11}{'MRR':>7}{'errors':>8}{'other-user':>12}")
     for name, r in results.items():
-        print(f"{name:12}{r["ndcg@10"]:9.4f}{r["recall@10"]:11.4f}{r["mrr"]:7.4f}{r['errors']:8d}{r['other_user_rows']:12d}")
+        print(f"{name:12}{r['ndcg@10']:9.4f}{r['recall@10']:11.4f}{r['mrr']:7.4f}{r['errors']:8d}{r['other_user_rows']:12d}")
     gain = results["mem_search"]["ndcg@10"] - results["baseline"]["ndcg@10"]
     print(f"nDCG@10 above the baseline: {gain:+.3f}")
     if args.details:
