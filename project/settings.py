@@ -93,9 +93,10 @@ ILAB_MEMORY = {}
 
 # The memory API (ilab_memory.api) takes authentication from here; its views set the rest.
 REST_FRAMEWORK = {
+    # Token first: an anonymous request then gets 401 with a WWW-Authenticate header, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -15,17 +15,17 @@ def client_for(user) -> APIClient:
 
 @pytest.fixture
 def alice(db):
-    return User.objects.create_user("alice", password="x")
+    return User.objects.create_user("alice")
 
 
 @pytest.fixture
 def bob(db):
-    return User.objects.create_user("bob", password="x")
+    return User.objects.create_user("bob")
 
 
 @pytest.fixture
 def agent(db):
-    user = User.objects.create_user("agent-backend", password="x")
+    user = User.objects.create_user("agent-backend")
     user.user_permissions.add(Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory"))
     return User.objects.get(pk=user.pk)  # fresh instance: no stale permission cache
 

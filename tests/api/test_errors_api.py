@@ -1,0 +1,129 @@
+"""Bad bodies, oversized bodies, throttling and the user_id resolver: clear 4xx, never a 500."""
+
+import io
+import json
+
+import pytest
+from django.core.cache import cache
+from rest_framework.exceptions import ParseError
+
+from ilab_memory.api.errors import PayloadTooLarge
+from ilab_memory.api.parsers import BoundedJSONParser
+from ilab_memory.models import Observation, Session
+from tests.api.conftest import API
+
+
+def post_raw(client, path, body: bytes | str, content_type="application/json"):
+    return client.generic("POST", API + path, body, content_type=content_type)
+
+
+def test_oversized_body_is_413_and_nothing_is_written(as_alice, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    body = json.dumps({"title": "t", "content": "x" * 2_000})
+    response = post_raw(as_alice, "observations/", body)
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
+    assert not Observation.objects.exists() and not Session.objects.exists()
+
+
+def test_parser_enforces_the_limit_on_bodies_without_content_length(settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
+    with pytest.raises(PayloadTooLarge):
+        BoundedJSONParser().parse(io.BytesIO(b'{"a": "0123456789"}'))
+    assert BoundedJSONParser().parse(io.BytesIO(b'{"a": 1}')) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{",
+        "not json",
+        '{"title": NaN, "content": "x"}',
+        '{"title": Infinity, "content": "x"}',
+        b'{"title": "\xff\xfe", "content": "x"}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+)
+def test_malformed_json_is_400_parse_error(as_alice, body):
+    response = post_raw(as_alice, "observations/", body)
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+
+
+def test_deeply_nested_json_never_reaches_the_decoder_stack_limit():
+    with pytest.raises(ParseError):
+        BoundedJSONParser().parse(io.BytesIO(b"[" * 200_000))
+
+
+@pytest.mark.parametrize("body", ["[]", '"a string"', "3", "null"])
+def test_a_body_that_is_not_an_object_is_400(as_alice, body):
+    response = post_raw(as_alice, "observations/", body)
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+
+
+def test_lone_surrogates_are_400_not_a_database_error(as_alice):
+    response = post_raw(as_alice, "observations/", '{"title": "\\ud800", "content": "x"}')
+    assert response.status_code == 400
+    assert "title" in response.json()["errors"]
+
+
+def test_surrogates_in_metadata_are_400(as_alice):
+    response = post_raw(as_alice, "observations/", '{"title": "t", "content": "x", "metadata": {"k": "\\udfff"}}')
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"metadata": ["is not valid Unicode text."]}
+
+
+def test_metadata_nested_too_deep_is_400(as_alice):
+    metadata = {}
+    inner = metadata
+    for _ in range(30):
+        inner["k"] = {}
+        inner = inner["k"]
+    response = as_alice.post(API + "observations/", {"title": "t", "content": "c", "metadata": metadata}, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "too_deep"
+
+
+def test_form_bodies_are_415(as_alice):
+    response = post_raw(as_alice, "observations/", "title=a&content=b", "application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported_media_type"
+
+
+def test_nul_in_a_query_string_is_400(as_alice):
+    response = as_alice.get(API + "observations/?topic_key=a%00b")
+    assert response.status_code == 400
+
+
+def test_throttling_is_off_by_default_and_per_user_when_configured(as_alice, as_bob, settings):
+    cache.clear()
+    for _ in range(5):
+        assert as_alice.get(API + "context/").status_code == 200
+    settings.ILAB_MEMORY = {"API_THROTTLE_RATE": "2/minute"}
+    cache.clear()
+    codes = [as_alice.get(API + "context/").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    assert as_bob.get(API + "context/").status_code == 200
+    throttled = as_alice.get(API + "context/")
+    assert throttled.json()["code"] == "throttled" and "Retry-After" in throttled.headers
+    cache.clear()
+
+
+def resolve_by_username(request):
+    return f"user:{request.user.username}"
+
+
+def test_user_id_resolver_is_read_at_call_time(as_alice, settings):
+    settings.ILAB_MEMORY = {"USER_ID_RESOLVER": "tests.api.test_errors_api.resolve_by_username"}
+    as_alice.post(API + "sessions/start/", {}, format="json")
+    assert Session.objects.get().user_id == "user:alice"
+    # Naming one's own resolved id is not "another user".
+    assert as_alice.get(API + "sessions/?user_id=user:alice").status_code == 200
+
+
+def test_a_resolver_giving_an_invalid_user_id_is_400_not_500(as_alice, settings):
+    settings.ILAB_MEMORY = {"USER_ID_RESOLVER": lambda request: "x" * 300}
+    for response in (as_alice.get(API + "context/"), as_alice.post(API + "sessions/start/", {}, format="json")):
+        assert response.status_code == 400
+        assert response.json()["code"] == "max_length"
