@@ -289,7 +289,7 @@ def repair_after_migrate(*, using: str = "default", **kwargs) -> None:
 # Field weights: title > topic_key > content, the same ratios on both engines.
 SQLITE_BM25_WEIGHTS = (10.0, 4.0, 1.0, 0.0, 0.0)  # title, topic_key, content, owner, observation_id
 PG_RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"  # ts_rank order: D, C (content), B (topic_key), A (title)
-PG_RANK_NORMALIZATION = 1  # divide by 1 + log(document length), as bm25 normalizes length
+PG_RANK_NORMALIZATION = 0  # no length division: 1 (1 + log length) and 2 (length) measured worse
 
 # Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
 # should win), never strong enough to bury a much better old match.
