@@ -24,6 +24,7 @@ from ..conf import get_config
 from ..exceptions import ValidationError
 from ..models import Observation, Session
 from ..services import observations as observation_services
+from ..services import search as search_services
 from ..services import data as data_services
 from ..services import sessions as session_services
 from ..validation import clean_user_id
@@ -257,6 +258,20 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
         )
         return Response(s.TimelineSerializer(timeline).data)
+
+
+    @extend_schema(
+        summary=_("Full-text search over the caller's live observations, best first"),
+        parameters=[USER_ID_PARAMETER, s.SearchQuerySerializer],
+        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
+    )
+    @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
+    def search(self, request):
+        query = self.validated(s.SearchQuerySerializer, request.query_params)
+        results = search_services.observation_search(
+            user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit")
+        )
+        return Response(s.ObservationCompactSerializer(results, many=True).data)
 
 
 # --------------------------------------------------------------------------------------- context

@@ -25,6 +25,7 @@ ENDPOINTS = [
     ("delete", "observations/{obs}/", None),
     ("delete", "observations/{obs}/?hard=true", None),
     ("get", "observations/{obs}/timeline/", None),
+    ("get", "observations/search/?q=c", None),
     ("get", "context/", None),
     ("get", "export/", None),
     ("post", "import/", {"data": {"format": "ilab_memory.export", "version": 1}}),

@@ -1,0 +1,53 @@
+"""observations/search/?q= over HTTP."""
+
+import pytest
+
+from tests.api.conftest import API
+
+
+def save(client, title, content, **extra):
+    return client.post(API + "observations/", {"title": title, "content": content, **extra}, format="json")
+
+
+def test_search_finds_matches_best_first_with_search_scores(as_alice):
+    save(as_alice, "Postgres connection pooling", "Use pgbouncer in transaction mode.", type="config")
+    save(as_alice, "Frontend colours", "The palette is blue.")
+    response = as_alice.get(API + "observations/search/?q=pgbouncer")
+    assert response.status_code == 200
+    results = response.json()
+    assert [r["title"] for r in results] == ["Postgres connection pooling"]
+    assert results[0]["score"]["kind"] == "search"
+    assert 0 < results[0]["score"]["value"] <= 1
+
+
+def test_search_filters_by_type_and_honours_limit(as_alice):
+    for n in range(3):
+        save(as_alice, f"cache note {n}", "redis cache", type="pattern" if n else "bugfix")
+    assert len(as_alice.get(API + "observations/search/?q=cache&type=bugfix").json()) == 1
+    assert len(as_alice.get(API + "observations/search/?q=cache&limit=2").json()) == 2
+
+
+def test_search_never_matches_private_text(as_alice):
+    save(as_alice, "token", "the key is <private>hunter2</private>")
+    assert as_alice.get(API + "observations/search/?q=hunter2").json() == []
+
+
+@pytest.mark.parametrize("q", ['"unbalanced', "a AND OR NOT (", "*", "col:val", "'; drop table x; --"])
+def test_search_with_operator_soup_is_never_an_error(as_alice, q):
+    save(as_alice, "anything", "content")
+    assert as_alice.get(API + "observations/search/", {"q": q}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "params, code",
+    [({}, "invalid"), ({"q": "   "}, "blank"), ({"q": "x" * 501}, "max_length"), ({"q": "a", "type": "Bad Type"}, "invalid_type_slug"), ({"q": "a", "limit": 0}, "invalid")],
+)
+def test_search_rejects_bad_parameters_with_400(as_alice, params, code):
+    response = as_alice.get(API + "observations/search/", params)
+    assert response.status_code == 400
+    assert response.json()["code"] == code
+
+
+def test_search_never_returns_another_users_rows(as_alice, as_bob):
+    save(as_bob, "bob's secret plan", "zanzibar")
+    assert as_alice.get(API + "observations/search/?q=zanzibar").json() == []
