@@ -482,6 +482,8 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
         observations = Observation.objects.using(using).for_user(user_id).delete()[0]
         sessions = Session.objects.using(using).for_user(user_id).delete()[0]
+        if sqlite:
+            _compact_sqlite_search_index(connection)
         return {"sessions": sessions, "observations": observations, "revisions": revisions}
 
     counts = atomic_with_retry(run, using=using)
@@ -489,6 +491,22 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         # Old page versions still sit in the write-ahead log until a checkpoint rewrites it.
         transaction.on_commit(lambda: _checkpoint_wal(using), using=using)
     return counts
+
+
+def _compact_sqlite_search_index(connection) -> None:
+    """Rewrite the FTS5 index without the deleted entries.
+
+    An FTS5 delete only records a tombstone; the words stay in the old index segments until
+    they are merged. 'optimize' merges every segment now, and secure_delete zeroes the pages
+    the old segments leave behind. Its cost grows with the whole index, which is acceptable
+    for an erasure, a rare operation.
+    """
+    from .search import SQLITE_TABLE
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [SQLITE_TABLE])
+        if cursor.fetchone():
+            cursor.execute(f"INSERT INTO {SQLITE_TABLE} ({SQLITE_TABLE}) VALUES ('optimize')")
 
 
 def _checkpoint_wal(using: str) -> None:
