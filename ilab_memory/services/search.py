@@ -244,12 +244,23 @@ def index_rebuild(*, using: str = "default") -> int:
         if connection.vendor == "sqlite":
             _execute(connection, (SQLITE_CREATE_TABLE, *SQLITE_CREATE_TRIGGERS, *SQLITE_REBUILD))
         elif connection.vendor == "postgresql":
-            _execute(connection, (*PG_CREATE, *PG_REBUILD))
+            # ALTER TABLE refuses to run in a transaction with pending trigger events, so the
+            # structures are only recreated when something is missing.
+            _execute(connection, PG_REBUILD if pg_triggers_present(connection) else (*PG_CREATE, *PG_REBUILD))
         else:
             raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT count(*) FROM {OBSERVATION_TABLE}")
             return cursor.fetchone()[0]
+
+
+def pg_triggers_present(connection) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname IN (%s, %s)",
+            [OBSERVATION_TABLE, "ilab_memory_search_insert", "ilab_memory_search_update"],
+        )
+        return cursor.fetchone()[0] == 2
 
 
 def sqlite_triggers_present(connection) -> bool:
