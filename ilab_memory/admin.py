@@ -166,6 +166,7 @@ class _ServiceOwnedAdmin(admin.ModelAdmin):
 
     paginator = CappedCountPaginator
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facet counts are one more COUNT per filter choice
     list_per_page = 50
     list_deferred_fields: tuple[str, ...] = ()
 
@@ -266,6 +267,11 @@ class SessionAdmin(_ServiceOwnedAdmin):
             fields.append("summary")  # Braess #2: a synthetic summary is never hand-edited
         return fields
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and obj.is_auto_generated:
+            context.update(show_save=False, show_save_and_continue=False)  # nothing to edit
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def save_model(self, request, obj, form, change):
         if "summary" not in form.changed_data:
             return
@@ -287,7 +293,10 @@ class SessionAdmin(_ServiceOwnedAdmin):
 
     @admin.display(description=_("summary"))
     def summary_preview(self, obj):
-        return Truncator(obj.summary_head or "").chars(SUMMARY_HEAD_CHARS) or "—"
+        return format_html(
+            '<span style="display:block;min-width:20em">{}</span>',
+            Truncator(obj.summary_head or "").chars(SUMMARY_HEAD_CHARS) or "—",
+        )
 
     @admin.display(description=_("observations"))
     def observation_count(self, obj):
@@ -469,6 +478,11 @@ class ObservationAdmin(_ServiceOwnedAdmin):
         if obj is not None and obj.is_deleted:
             fields.extend(EDITABLE_OBSERVATION_FIELDS)  # the service edits live rows only
         return fields
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and obj.is_deleted:
+            context.update(show_save=False, show_save_and_continue=False)  # restore it to edit it
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request, obj, form, change):
         pass  # already written by observation_update in the form's validation
