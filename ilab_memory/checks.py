@@ -34,3 +34,54 @@ def check_settings(app_configs=None, **kwargs):
             )
         )
     return errors
+
+
+# Below this many seconds, a writer waiting behind another gives up with "database is locked".
+MIN_SQLITE_TIMEOUT_SECONDS = 5
+
+
+@checks.register(checks.Tags.compatibility)
+def check_sqlite_concurrency(app_configs=None, **kwargs):
+    from django.conf import settings
+
+    return sqlite_concurrency_warnings(getattr(settings, "DATABASES", {}))
+
+
+def sqlite_concurrency_warnings(databases: dict) -> list:
+    """SQLite settings that fail with "database is locked" or risk writes under several writers."""
+    warnings = []
+    for alias, database in databases.items():
+        name = str(database.get("NAME", ""))
+        if "sqlite3" not in database.get("ENGINE", "") or name == ":memory:" or "mode=memory" in name:
+            continue
+        options = database.get("OPTIONS", {})
+        if str(options.get("transaction_mode", "")).upper() != "IMMEDIATE":
+            warnings.append(
+                checks.Warning(
+                    f"SQLite database {alias!r} does not begin transactions in IMMEDIATE mode.",
+                    hint="Set DATABASES[...]['OPTIONS']['transaction_mode'] = 'IMMEDIATE' so that two "
+                    "writers wait for each other instead of failing with 'database is locked'.",
+                    id="ilab_memory.W001",
+                )
+            )
+        timeout = options.get("timeout")
+        if not isinstance(timeout, (int, float)) or timeout < MIN_SQLITE_TIMEOUT_SECONDS:
+            warnings.append(
+                checks.Warning(
+                    f"SQLite database {alias!r} has no busy timeout of at least "
+                    f"{MIN_SQLITE_TIMEOUT_SECONDS} seconds.",
+                    hint="Set DATABASES[...]['OPTIONS']['timeout'] = 30 (seconds a writer waits for the lock).",
+                    id="ilab_memory.W002",
+                )
+            )
+        init_command = str(options.get("init_command", "")).lower().replace(" ", "")
+        if "journal_mode=wal" not in init_command:
+            warnings.append(
+                checks.Warning(
+                    f"SQLite database {alias!r} does not switch to write-ahead logging (WAL).",
+                    hint="Add 'PRAGMA journal_mode=WAL;' to DATABASES[...]['OPTIONS']['init_command'] so "
+                    "readers do not block the writer and a crash cannot lose a committed write.",
+                    id="ilab_memory.W003",
+                )
+            )
+    return warnings
