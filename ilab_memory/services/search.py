@@ -91,6 +91,8 @@ class ParsedQuery:
     """Terms, each a phrase of one or more folded tokens, in query order without repeats."""
 
     terms: tuple[tuple[str, ...], ...]
+    # Question words: not required in "all terms", still a way to match in "any term".
+    optional: tuple[tuple[str, ...], ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -109,23 +111,29 @@ def parse_query(text: str) -> ParsedQuery:
     """
     text = _NEAR_GROUP.sub(" ", text)
     parts = text.split('"')
-    raw_terms: list[tuple[str, ...]] = []
-    skipped: list[tuple[str, ...]] = []
+    required: list[tuple[str, ...]] = []
+    optional: list[tuple[str, ...]] = []
+    connectors: list[tuple[str, ...]] = []
     for index, part in enumerate(parts):
         quoted = index % 2 == 1 and index < len(parts) - 1
         if quoted:
             phrase = tuple(tokens(part))
             if phrase:
-                raw_terms.append(phrase)
+                required.append(phrase)
             continue
         for word in _WORD_SPLIT.split(part):
             phrase = tuple(tokens(word))
             if not phrase:
                 continue
-            is_stop_word = word in _CONNECTORS or (len(phrase) == 1 and phrase[0] in STOP_WORDS)
-            (skipped if is_stop_word else raw_terms).append(phrase)
-    terms = raw_terms or skipped  # a query of only "OR" or "the who" still searches for them
-    return ParsedQuery(tuple(dict.fromkeys(terms)))
+            if word in _CONNECTORS:
+                connectors.append(phrase)
+            elif len(phrase) == 1 and phrase[0] in STOP_WORDS:
+                optional.append(phrase)
+            else:
+                required.append(phrase)
+    if not required:  # a query of only "OR" or "the who" still searches for those words
+        return ParsedQuery(tuple(dict.fromkeys(optional or connectors)))
+    return ParsedQuery(tuple(dict.fromkeys(required)), tuple(dict.fromkeys(optional)))
 
 
 # -- the index: DDL shared by the migration, the self-check and the rebuild command --------
@@ -345,6 +353,7 @@ def _any_terms(parsed: ParsedQuery) -> list[tuple[str, ...]]:
     prefix (marked by a trailing ``*`` token) for words with a common suffix."""
     alternatives = list(parsed.terms)
     alternatives += [(word,) for word in parsed.words if (word,) not in parsed.terms]
+    alternatives += [term for term in parsed.optional if term not in alternatives]
     alternatives += [(prefix, "*") for prefix in dict.fromkeys(filter(None, map(stem, parsed.words)))]
     return alternatives
 
@@ -387,14 +396,40 @@ def _sqlite_sql(type_filter: bool) -> str:
 
 
 def _pg_sql(type_filter: bool) -> str:
+    # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
+    # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
+    # live observations, the shape of FTS5's bm25, still in one statement.
     return f"""
-        SELECT {_SELECT_COLUMNS},
-               ts_rank('{PG_RANK_WEIGHTS}', o.search_vector, q.any_terms, {PG_RANK_NORMALIZATION}) AS relevance,
-               o.search_vector @@ q.all_terms AS all_terms
-        FROM {OBSERVATION_TABLE} o, (SELECT %s::tsquery AS all_terms, %s::tsquery AS any_terms) q
-        WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
-              {"AND o.type = %s" if type_filter else ""}
-        ORDER BY all_terms DESC, relevance DESC, o.updated_at DESC, o.id
+        WITH q AS (SELECT %s::int AS head, %s::tsquery AS all_terms, %s::tsquery AS any_terms),
+        alternatives AS (
+            SELECT i, alternative::tsquery AS alternative
+            FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
+        ),
+        candidates AS (
+            SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+                   substr(o.content, 1, q.head) AS content_head, o.search_vector,
+                   o.search_vector @@ q.all_terms AS all_terms
+            FROM {OBSERVATION_TABLE} o, q
+            WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
+                  {"AND o.type = %s" if type_filter else ""}
+        ),
+        total AS (
+            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
+        ),
+        frequency AS (
+            SELECT a.i, a.alternative, count(c.id)::float AS df
+            FROM alternatives a LEFT JOIN candidates c ON c.search_vector @@ a.alternative
+            GROUP BY a.i, a.alternative
+        )
+        SELECT c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
+               sum(ln(1 + (total.n - f.df + 0.5) / (f.df + 0.5))
+                   * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
+               ) AS relevance,
+               c.all_terms
+        FROM candidates c CROSS JOIN frequency f CROSS JOIN total
+        WHERE c.search_vector @@ f.alternative
+        GROUP BY c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms
+        ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
         LIMIT %s"""
 
 
@@ -459,9 +494,16 @@ def observation_search(
         engine = "postgresql-ts_rank"
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    params = [preview_chars + 1, all_query, any_query, user_id]
-    if type is not None:
-        params.append(type)
+    if connection.vendor == "sqlite":
+        params = [preview_chars + 1, all_query, any_query, user_id]
+        if type is not None:
+            params.append(type)
+    else:
+        alternatives = [_tsquery_phrase(term) for term in _any_terms(parsed)]
+        params = [preview_chars + 1, all_query, any_query, alternatives, user_id]
+        if type is not None:
+            params.append(type)
+        params.append(user_id)
     params.append(limit + CANDIDATE_EXTRA)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
