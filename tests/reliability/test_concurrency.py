@@ -133,3 +133,32 @@ def test_agents_in_processes_on_postgresql_keep_every_invariant(transactional_db
     with connection.cursor() as cursor:
         figures = check_invariants(cursor, acks)
     record("processes, PostgreSQL", processes=processes, **figures)
+
+
+def test_the_same_document_imported_by_several_agents_at_once_is_stored_once(tmem):
+    for n in range(20):
+        tmem.mem_save("dora", f"memory {n}", f"content {n}", topic_key=f"topic {n % 4}")
+    document = tmem.mem_export("dora")
+    tmem.mem_forget_user("dora")
+    agents = 4
+    barrier = threading.Barrier(agents)
+    results, errors = [], []
+
+    def importer():
+        try:
+            barrier.wait()
+            results.append(tmem.mem_import("dora", document))
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=importer) for _ in range(agents)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sum(r["observations_created"] for r in results) == len(document["observations"])
+    assert tmem.mem_export("dora")["observations"] == document["observations"]
+    record(f"concurrent imports ({connection.vendor})", agents=agents, operations=agents)
