@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Substr
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.urls import path, reverse
 from django.utils.functional import cached_property
@@ -157,6 +158,10 @@ class _ListWithoutLongText(ChangeList):
     """The changelist query leaves out columns that can hold tens of kilobytes per row."""
 
     def get_queryset(self, request, exclude_parameters=None):
+        # PostgreSQL refuses NUL in text parameters with a DataError (a 500); the admin's own
+        # answer to unusable parameters is a redirect to the plain list.
+        if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+            raise IncorrectLookupParameters
         queryset = super().get_queryset(request, exclude_parameters)
         return queryset.defer(*self.model_admin.list_deferred_fields)
 

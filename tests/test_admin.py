@@ -167,6 +167,30 @@ def test_observation_list_links_each_row_to_its_session(admin_client, mix):
         assert session_url(mix[name]) in body
 
 
+@pytest.mark.parametrize(
+    "url, params",
+    [
+        (SESSIONS, {"status__exact": "\x00"}),
+        (SESSIONS, {"user_id": "\x00"}),
+        (SESSIONS, {"q": "a\x00b"}),
+        (OBSERVATIONS, {"type": "\x00"}),
+        (OBSERVATIONS, {"session": "not-a-uuid"}),
+        (SESSIONS, {"summary_kind": "bogus"}),
+        (OBSERVATIONS, {"state": "bogus"}),
+        (SESSIONS, {"p": "99999"}),
+        (SESSIONS, {"started_at__gte": "yesterday"}),
+        (SESSIONS, {"started_at__year": "abc"}),
+        (OBSERVATIONS, {"o": "99"}),
+        (SESSIONS, {"q": "x" * 5000}),
+    ],
+)
+def test_unusable_list_parameters_never_give_a_server_error(admin_client, mix, url, params):
+    response = admin_client.get(url, params)
+    assert response.status_code in (200, 302)
+    if response.status_code == 302:
+        assert response["Location"].endswith("?e=1")
+
+
 # -- Session change page ---------------------------------------------------------------------
 
 
