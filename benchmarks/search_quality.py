@@ -56,7 +56,7 @@ def load(data: dict, *, using: str = "default") -> dict[str, str]:
             dedupe_hash=dedupe_hash(type=item["type"], title=item["title"], content=item["content"]),
             created_at=at, updated_at=at, last_seen_at=at,
         )
-        keys[str(observation.id)] = item["key"]
+        keys[observation.id.hex] = item["key"]
     return keys
 
 
@@ -150,17 +150,16 @@ def main(argv=None) -> int:
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        keys = load(data)
+        keys = load(data)  # {observation id as 32 hex digits: set key}
         owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
 
         def ours(user_id, query):
-            return [keys[r.id.replace("-", "")] if r.id.replace("-", "") in keys else keys[r.id]
-                    for r in observation_search(user_id=user_id, query=query, limit=K)]
+            results = observation_search(user_id=user_id, query=query, limit=K)
+            return [keys[result.id.replace("-", "")] for result in results]
 
         def baseline(user_id, query):
             return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
 
-        keys = {k.replace("-", ""): v for k, v in keys.items()}
         results = {"mem_search": evaluate(data, ours, owner_of), "baseline": evaluate(data, baseline, owner_of)}
         engine = connection.vendor
     finally:
