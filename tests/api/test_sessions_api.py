@@ -184,3 +184,10 @@ def test_session_authentication_requires_csrf_for_writes(alice):
     response = client.post(API + "sessions/start/", {}, format="json")
     assert response.status_code == 403
     assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("query", ["?status=", "?is_auto_generated=maybe", "?is_auto_generated=", "?page_size=0", "?page_size=x"])
+def test_list_rejects_empty_or_malformed_filters_with_400(as_alice, query):
+    response = as_alice.get(API + "sessions/" + query)
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid" and response.json()["errors"]
