@@ -194,9 +194,32 @@ def test_parser_reads_words_phrases_and_compounds():
     assert parse_query('std::vector "Visibility  Timeout" Migración').terms == (
         ("std", "vector"), ("visibility", "timeout"), ("migracion",)
     )
-    assert parse_query("how do we send reminders").terms == (("send",), ("reminders",))
+    question = parse_query("how do we send reminders")
+    assert question.terms == (("send",), ("reminders",))
+    assert question.optional == (("how",), ("do",), ("we",))
+    assert parse_query("how do we").terms == (("how",), ("do",), ("we",))
     assert parse_query("redis OR rabbitmq").terms == (("redis",), ("rabbitmq",))
     assert parse_query('"mascara de').terms == (("mascara",),)
+
+
+def test_question_words_are_not_required(mem, clock):
+    save(mem, "u", "SMS reminders go out a day ahead", "Twilio at T-24h.")
+    results = mem.mem_search("u", "how do we sms reminders?")
+    assert titles(results) == ["SMS reminders go out a day ahead"]
+    assert results[0].score.breakdown["mode"] == "all"
+
+
+def test_fallback_finds_other_forms_of_a_word(mem, clock):
+    save(mem, "u", "Key rotation runbook", "Roll the secret every quarter.")
+    results = mem.mem_search("u", "rotate keys")
+    assert titles(results) == ["Key rotation runbook"]
+    assert results[0].score.breakdown["mode"] == "any"
+
+
+def test_default_limit_is_the_configured_default(mem, clock):
+    for n in range(12):
+        save(mem, "u", f"kafka {n}", "kafka")
+    assert len(observation_search(user_id="u", query="kafka")) == 10
 
 
 # -- isolation, deletion, privacy ----------------------------------------------------------
@@ -209,6 +232,14 @@ def test_another_users_perfect_match_never_appears(mem, corpus):
     ids = {str(o.id) for o in Observation.objects.filter(user_id=corpus)}
     assert results and {r.id for r in results} <= ids
     assert mem.mem_search("bob", "buffers") == []
+
+
+@pytest.mark.parametrize("other", ["Ana", "ana.x", "anä", "ana x"])
+def test_user_ids_that_look_alike_are_still_separate(mem, clock, other):
+    save(mem, "ana", "Mine", "zanzibar")
+    save(mem, other, "Theirs", "zanzibar")
+    assert titles(mem.mem_search("ana", "zanzibar")) == ["Mine"]
+    assert titles(mem.mem_search(other, "zanzibar")) == ["Theirs"]
 
 
 def test_soft_deleted_rows_are_never_returned(mem, corpus):
