@@ -1,0 +1,114 @@
+"""Performance of ilab_memory next to the raw-SQL floor, on a fresh database.
+
+    .venv/bin/python -m benchmarks.perf                       # SQLite, everything (~10 min)
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python -m benchmarks.perf
+    .venv/bin/python -m benchmarks.perf --quick               # smaller sizes, fewer iterations
+    .venv/bin/python -m benchmarks.perf --phases core,search --json results.json
+
+Each phase (core: start/save/context; search; http) runs in its own process on its own new
+database (a temporary SQLite file, or a scratch PostgreSQL database ``ilab_bench_<pid>`` that is
+dropped afterwards), so phases never share state. Data is generated deterministically and
+written in bulk with a progress line on stderr; results go to stdout as a table (and JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PHASES = ("core", "search", "http")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.perf", description=__doc__.splitlines()[0])
+    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: core, search, http")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer iterations")
+    parser.add_argument("--iterations", type=int, help="timed calls per write/start/context measurement")
+    parser.add_argument("--sizes", help="history sizes for core, e.g. 100,10000,100000")
+    parser.add_argument("--search-sizes", help="table sizes for search, e.g. 10000,100000,1000000")
+    parser.add_argument("--http-seconds", type=float, help="time per HTTP endpoint")
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--phase", help=argparse.SUPPRESS)  # internal: run one phase here
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
+    args.iterations = args.iterations or (40 if args.quick else 200)
+    args.sizes = ints(args.sizes) if args.sizes else ([100, 10_000] if args.quick else [100, 10_000, 100_000])
+    args.search_sizes = (
+        ints(args.search_sizes) if args.search_sizes else ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
+    )
+    args.http_seconds = args.http_seconds or (3.0 if args.quick else 10.0)
+    return args
+
+
+def run_phase(args) -> None:
+    """Inside the child process: configure Django on a new database and measure one phase."""
+    from . import perf_env
+
+    scratch = perf_env.create_scratch(args.phase)
+    payload = {"phase": args.phase, "vendor": scratch.vendor, "results": []}
+    if args.phase == "http":
+        from . import perf_http
+
+        payload["results"] = perf_http.run(scratch, seconds=args.http_seconds)
+        payload["versions"] = {}
+    else:
+        mem = perf_env.configure_django(scratch)
+        payload["versions"] = perf_env.versions(scratch)
+        if args.phase == "core":
+            from . import perf_core
+
+            payload["results"] = perf_core.run(mem, scratch, sizes=args.sizes, iterations=args.iterations)
+        elif args.phase == "search":
+            from . import perf_search
+
+            payload["results"] = perf_search.run(mem, scratch, sizes=args.search_sizes)
+    with open(args.out, "w") as out:
+        json.dump(payload, out)
+
+
+def run_all(args, argv) -> int:
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        print(f"unknown phase(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    payloads = []
+    for phase in phases:
+        print(f"== {phase} ({'PostgreSQL' if os.environ.get('DATABASE_URL') else 'SQLite'}) ==", file=sys.stderr)
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+            out = handle.name
+        try:
+            child = [sys.executable, "-m", "benchmarks.perf", *argv, "--phase", phase, "--out", out]
+            if subprocess.run(child).returncode != 0:
+                print(f"phase {phase} failed", file=sys.stderr)
+                return 1
+            with open(out) as result:
+                payloads.append(json.load(result))
+        finally:
+            os.unlink(out)
+    from .perf_report import machine, render
+
+    report = {"machine": machine(payloads), "phases": payloads}
+    print(render(report))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=1)
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.phase:
+        run_phase(args)
+        return 0
+    return run_all(args, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

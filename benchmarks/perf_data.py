@@ -1,0 +1,198 @@
+"""Deterministic histories written in bulk: executemany on SQLite, COPY on PostgreSQL.
+
+Every user gets completed sessions of ``PER_SESSION`` observations spread over the past year,
+and no active session. Text comes from a fixed pool of sentences (seeded), so the same run makes
+the same rows. Two kinds of search term are planted:
+
+* ``COMMON_TERM`` in ``COMMON_SHARE`` of all rows (a term in most rows);
+* ``rare_term(i)``: row ``i`` of the table holds ``zr<i // RARE_SPAN>``, so each rare term is in
+  ``RARE_SPAN`` rows, all of one user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from django.db import connections, transaction
+
+from ilab_memory.services import search as search_index
+
+from .perf_timing import Progress
+
+SEED = 20260115
+PER_SESSION = 50
+COMMON_TERM = "service"
+COMMON_SHARE = 0.9
+RARE_SPAN = 4
+TYPES = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery", "learning")
+BATCH = 5_000
+
+_SYLLABLES = "ka lo mi ne ru ta pe so vi da ge hu ri mo ba fe li no sa tu ve zo ki pa".split()
+
+
+def rare_term(row_index: int) -> str:
+    return f"zr{row_index // RARE_SPAN:x}"
+
+
+class Corpus:
+    """Seeded pools of words, titles and sentences (cheap to draw from, a million times)."""
+
+    def __init__(self, seed: int = SEED):
+        rng = random.Random(seed)
+        words = set()
+        while len(words) < 3000:
+            words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+        self.words = sorted(words)
+        # Zipf-like: a few words are everywhere, most are rare.
+        weights = [1 / (rank + 1) for rank in range(len(self.words))]
+        self.sentences = [" ".join(rng.choices(self.words, weights, k=rng.randint(14, 30))) for _ in range(4000)]
+        self.titles = [" ".join(rng.choices(self.words, weights, k=rng.randint(3, 7))) for _ in range(2000)]
+
+
+def _utc_naive_text(value: datetime) -> str:
+    # How Django's SQLite backend stores an aware datetime: naive UTC, str().
+    return str(value.astimezone(timezone.utc).replace(tzinfo=None))
+
+
+class HistoryWriter:
+    """Appends users with their histories to the observation table; counts rows as it goes."""
+
+    def __init__(self, *, using: str = "default", seed: int = SEED):
+        self.using = using
+        self.connection = connections[using]
+        self.vendor = self.connection.vendor
+        self.corpus = Corpus(seed)
+        self.rng = random.Random(seed + 1)
+        self.next_row = self._count_rows()
+        self.now = datetime.now(timezone.utc)
+
+    def _count_rows(self) -> int:
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {search_index.OBSERVATION_TABLE}")
+            return cursor.fetchone()[0]
+
+    def _uuid(self) -> uuid.UUID:
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+    def _user_rows(self, user_id: str, count: int):
+        """(sessions, observations) of one user as plain tuples in model column order."""
+        corpus, rng = self.corpus, self.rng
+        span = timedelta(days=365)
+        first = self.now - span - timedelta(hours=1)
+        step = span / max(count, 1)
+        sessions, observations = [], []
+        session_id = None
+        for j in range(count):
+            at = first + step * j
+            if j % PER_SESSION == 0:
+                session_id = self._uuid()
+                last = first + step * min(j + PER_SESSION - 1, count - 1)
+                sessions.append((session_id, user_id, "completed", at, last, last, "bench", False, 0))
+            row = self.next_row
+            self.next_row += 1
+            content = f"{corpus.sentences[rng.randrange(len(corpus.sentences))]} {rare_term(row)}"
+            if rng.random() < COMMON_SHARE:
+                content += f" {COMMON_TERM}"
+            title = corpus.titles[rng.randrange(len(corpus.titles))]
+            digest = hashlib.sha256(f"{SEED}:{row}".encode()).hexdigest()
+            observations.append(
+                (self._uuid(), user_id, session_id, TYPES[row % len(TYPES)], title, content, None, "{}",
+                 digest, 1, 1, 0, at, at, at, None)
+            )
+        return sessions, observations
+
+    def add_users(self, users: list[tuple[str, int]], *, label: str) -> None:
+        """Write ``users`` ([(user_id, observation count)]) in batches, with a progress line."""
+        total = sum(count for _, count in users)
+        progress = Progress(label, total)
+        pending_sessions, pending_observations = [], []
+        with transaction.atomic(using=self.using):
+            for user_id, count in users:
+                sessions, observations = self._user_rows(user_id, count)
+                pending_sessions += sessions
+                pending_observations += observations
+                if len(pending_observations) >= BATCH:
+                    self._write(pending_sessions, pending_observations)
+                    progress.advance(len(pending_observations))
+                    pending_sessions, pending_observations = [], []
+            if pending_observations or pending_sessions:
+                self._write(pending_sessions, pending_observations)
+                progress.advance(len(pending_observations))
+        progress.finish()
+
+    def _write(self, sessions, observations) -> None:
+        self.connection.ensure_connection()
+        raw = self.connection.connection
+        if self.vendor == "sqlite":
+            session_rows = [
+                (s[0].hex, s[1], s[2], _utc_naive_text(s[3]), _utc_naive_text(s[4]), _utc_naive_text(s[5]), *s[6:])
+                for s in sessions
+            ]
+            observation_rows = [
+                (o[0].hex, o[1], o[2].hex, *o[3:12], _utc_naive_text(o[12]), _utc_naive_text(o[13]),
+                 _utc_naive_text(o[14]), o[15])
+                for o in observations
+            ]
+            raw.executemany(f"INSERT INTO ilab_memory_session ({SESSION_COLUMNS}) VALUES ({_marks(9)})", session_rows)
+            raw.executemany(
+                f"INSERT INTO {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) VALUES ({_marks(16)})",
+                observation_rows,
+            )
+            return
+        with raw.cursor() as cursor:
+            with cursor.copy(f"COPY ilab_memory_session ({SESSION_COLUMNS}) FROM STDIN") as copy:
+                for row in sessions:
+                    copy.write_row(row)
+            with cursor.copy(f"COPY {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) FROM STDIN") as copy:
+                for row in observations:
+                    copy.write_row(row)
+
+
+SESSION_COLUMNS = "id, user_id, status, started_at, last_activity_at, ended_at, summary, is_auto_generated, redacted_blocks"
+OBSERVATION_COLUMNS = (
+    "id, user_id, session_id, type, title, content, topic_key, metadata, dedupe_hash, revision_count, "
+    "duplicate_count, redacted_blocks, created_at, updated_at, last_seen_at, deleted_at"
+)
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+class BulkLoad:
+    """Suspend search-index upkeep for a bulk load; rebuild it once at the end (faster).
+
+    SQLite: the FTS triggers are dropped, then ``index_rebuild`` recreates them and refills the
+    index from the table. PostgreSQL: the row trigger stays (it computes the tsvector during
+    COPY), only the GIN index is dropped and rebuilt in one pass.
+    """
+
+    def __init__(self, using: str = "default"):
+        self.using = using
+        self.connection = connections[using]
+
+    def __enter__(self):
+        with self.connection.cursor() as cursor:
+            if self.connection.vendor == "sqlite":
+                for name in search_index.SQLITE_TRIGGERS:
+                    cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+            else:
+                cursor.execute("DROP INDEX IF EXISTS ilab_mem_obs_search")
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            return False
+        progress = Progress("search index rebuild", 1)
+        if self.connection.vendor == "sqlite":
+            search_index.index_rebuild(using=self.using)
+        else:
+            with self.connection.cursor() as cursor:
+                cursor.execute(search_index.PG_CREATE[-1])  # the GIN index
+                cursor.execute("ANALYZE")
+        progress.advance(1)
+        progress.finish()
+        return False

@@ -1,0 +1,120 @@
+"""A fresh scratch database per benchmark phase, Django configured on it, and the raw driver.
+
+SQLite (default): a new file in a temporary folder, opened through ``ILabMemory.from_path``
+(WAL, IMMEDIATE transactions, busy timeout: the embedded mode as users get it).
+PostgreSQL (``DATABASE_URL`` set): a new database ``ilab_bench_<pid>`` on that server, created
+here and dropped on exit; the database named in the URL is only used to issue CREATE/DROP.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+
+@dataclass
+class Scratch:
+    vendor: str  # "sqlite" | "postgresql"
+    name: str  # the file path or the database name
+    url: str | None  # PostgreSQL: a URL of the scratch database
+    sqlite_path: str | None
+
+    def raw_connection(self):
+        """A new connection with the database's own driver, set up like Django's."""
+        if self.vendor == "sqlite":
+            raw = sqlite3.connect(self.sqlite_path, isolation_level=None, timeout=30)
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute("PRAGMA synchronous=NORMAL")
+            return raw
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)  # transactions are explicit, as in Django
+
+    def env(self) -> dict[str, str]:
+        """Environment for a demo-site process (gunicorn, manage.py) on this database."""
+        env = dict(os.environ)
+        env.pop("DATABASE_URL", None)
+        if self.vendor == "sqlite":
+            env["ILAB_MEMORY_DEMO_DB"] = self.sqlite_path
+        else:
+            env["DATABASE_URL"] = self.url
+        return env
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def create_scratch(label: str) -> Scratch:
+    """A new empty database for this process; removed when the process exits."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        folder = tempfile.mkdtemp(prefix=f"ilab_bench_{label}_")
+        atexit.register(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "memory.sqlite3")
+        return Scratch("sqlite", path, None, path)
+    import psycopg
+
+    name = f"ilab_bench_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        from django.conf import settings
+        from django.db import connections
+
+        if settings.configured:
+            connections.close_all()
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    atexit.register(drop)
+    return Scratch("postgresql", name, _with_database(url, name), None)
+
+
+def configure_django(scratch: Scratch):
+    """Configure Django on ``scratch`` with only ilab_memory installed, migrate, return the facade."""
+    from ilab_memory import ILabMemory
+
+    if scratch.vendor == "sqlite":
+        return ILabMemory.from_path(scratch.sqlite_path)
+    import dj_database_url
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.configure(
+        INSTALLED_APPS=["ilab_memory"],
+        DATABASES={"default": dj_database_url.parse(scratch.url, conn_max_age=None)},
+        USE_TZ=True,
+        TIME_ZONE="UTC",
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        LOGGING_CONFIG=None,
+    )
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+    return ILabMemory()
+
+
+def versions(scratch: Scratch) -> dict[str, str]:
+    import platform
+
+    import django
+
+    info = {"python": platform.python_version(), "django": django.get_version()}
+    if scratch.vendor == "sqlite":
+        info["sqlite"] = sqlite3.sqlite_version
+    else:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            info["postgresql"] = cursor.fetchone()[0]
+    return info

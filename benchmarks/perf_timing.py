@@ -1,0 +1,82 @@
+"""Latency samples (p50/p95) and a progress line for long data generation."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Latencies of one operation, in milliseconds."""
+
+    n: int
+    p50: float
+    p95: float
+    mean: float
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> "Sample":
+        ms = sorted(s * 1000 for s in seconds)
+        p95 = statistics.quantiles(ms, n=20, method="inclusive")[18] if len(ms) > 1 else ms[0]
+        return cls(n=len(ms), p50=statistics.median(ms), p95=p95, mean=statistics.fmean(ms))
+
+
+def measure(
+    fn: Callable[[int], object],
+    *,
+    iterations: int,
+    warmup: int = 3,
+    before: Callable[[int], object] | None = None,
+) -> Sample:
+    """Time ``fn(i)`` ``iterations`` times after ``warmup`` untimed calls.
+
+    ``before(i)`` runs untimed ahead of each call (e.g. to end the session a "new" start needs).
+    """
+    times = []
+    for i in range(warmup + iterations):
+        if before is not None:
+            before(i)
+        started = time.perf_counter()
+        fn(i)
+        elapsed = time.perf_counter() - started
+        if i >= warmup:
+            times.append(elapsed)
+    return Sample.of(times)
+
+
+class Progress:
+    """``label  n/total  pct  rows/s`` on one terminal line, redrawn at most 5 times a second."""
+
+    def __init__(self, label: str, total: int, stream=sys.stderr):
+        self.label, self.total, self.stream = label, total, stream
+        self.done = 0
+        self.started = self.last_drawn = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last_drawn >= 0.2 or self.done >= self.total:
+            self.last_drawn = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        rate = self.done / max(now - self.started, 1e-9)
+        pct = 100 * self.done / max(self.total, 1)
+        self.stream.write(f"\r  {self.label:<28} {self.done:>9,}/{self.total:,} {pct:5.1f}%  {rate:>9,.0f}/s")
+        self.stream.flush()
+
+    def finish(self, note: str = "") -> None:
+        self._draw(time.monotonic())
+        elapsed = time.monotonic() - self.started
+        self.stream.write(f"  {elapsed:6.1f}s {note}\n")
+        self.stream.flush()
+
+
+def step(message: str) -> None:
+    """A one-line note on stderr, so stdout stays the results."""
+    sys.stderr.write(f"  {message}\n")
+    sys.stderr.flush()
