@@ -7,7 +7,6 @@ is exactly what the facade returns, and the schema documents it.
 from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -200,8 +199,3 @@ class ErrorSerializer(serializers.Serializer):
 
 # Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1}``.
 COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
-
-
-@extend_schema_field(OpenApiTypes.OBJECT)
-class AnyObjectField(serializers.JSONField):
-    """A JSON object documented as such (export documents)."""

@@ -127,3 +127,17 @@ def test_a_resolver_giving_an_invalid_user_id_is_400_not_500(as_alice, settings)
     for response in (as_alice.get(API + "context/"), as_alice.post(API + "sessions/start/", {}, format="json")):
         assert response.status_code == 400
         assert response.json()["code"] == "max_length"
+
+
+@pytest.mark.parametrize("path", ["sessions/start/", "sessions/", "observations/", "context/", "forget/"])
+def test_options_and_head_never_fail(as_alice, path):
+    assert as_alice.options(API + path).status_code == 200
+    assert as_alice.head(API + path).status_code in (200, 405)
+
+
+@pytest.mark.parametrize("rate, ok", [(None, True), ("120/minute", True), ("5/s", True), ("fast", False), (10, False)])
+def test_throttle_rate_setting_is_validated(rate, ok):
+    from ilab_memory.conf import DEFAULTS, validate_values
+
+    problems = validate_values({**DEFAULTS, "API_THROTTLE_RATE": rate})
+    assert (not problems) is ok
