@@ -18,6 +18,9 @@ USER_ID_PARAMETER = OpenApiParameter(
     ),
 )
 
+# Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1}``.
+COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
+
 _MEANINGS = {
     400: "Invalid input: `errors` maps each field to its messages.",
     401: "Not authenticated.",

@@ -195,7 +195,3 @@ class ErrorSerializer(serializers.Serializer):
     )
     limit = serializers.IntegerField(required=False)
     size = serializers.IntegerField(required=False)
-
-
-# Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1}``.
-COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}

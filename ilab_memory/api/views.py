@@ -34,7 +34,7 @@ from .filters import ObservationFilter, SessionFilter
 from .identity import acting_user_id
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
-from .schema import READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
+from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
 from .throttling import MemoryUserRateThrottle
 
 
@@ -315,7 +315,7 @@ class ImportView(MemoryAPIMixin, APIView):
     @extend_schema(
         summary=_("Add the rows of an export document the caller does not have yet (idempotent)"),
         request=s.ImportInputSerializer,
-        responses={200: OpenApiResponse(s.COUNTS), **error_responses(*WRITE_ERRORS)},
+        responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
         body = self.validated(s.ImportInputSerializer)
@@ -329,7 +329,7 @@ class ForgetView(MemoryAPIMixin, APIView):
     @extend_schema(
         summary=_("Erase every row of the caller (confirm with the user_id)"),
         request=s.ForgetInputSerializer,
-        responses={200: OpenApiResponse(s.COUNTS), **error_responses(*WRITE_ERRORS)},
+        responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
         body = self.validated(s.ForgetInputSerializer)
