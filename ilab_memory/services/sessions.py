@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 
+from django.db import connections
 from django.utils import timezone
 
 from .. import records, selectors
@@ -19,9 +21,26 @@ from .transactions import atomic_with_retry
 def _locked_active_session(user_id: str, *, using: str) -> Session | None:
     # FOR UPDATE serializes a user's writers on PostgreSQL; on SQLite the IMMEDIATE
     # transaction already holds the write lock and Django omits the clause.
+    _lock_user(user_id, using=using)
     return (
         Session.objects.using(using).select_for_update().for_user(user_id).active().first()
     )
+
+
+def _lock_user(user_id: str, *, using: str) -> None:
+    """On PostgreSQL, take a per-user lock until the transaction ends.
+
+    FOR UPDATE cannot lock a row that does not exist: when the user has no active session
+    (or a concurrent end just closed it) every writer would insert one, all but one would hit
+    the one-active-session constraint, and under steady churn a writer could lose every retry.
+    The advisory lock queues a user's writers instead; other users are not affected.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"ilab_memory.session:{user_id}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])
 
 
 def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
@@ -136,7 +155,7 @@ def session_summary(
         session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
         session.summary = text
         session.is_auto_generated = False
-        session.redacted_blocks = blocks
+        session.redacted_blocks += blocks  # cumulative, like observations: the count never goes down
         session.last_activity_at = now
         session.save(using=using, update_fields=["summary", "is_auto_generated", "redacted_blocks", "last_activity_at"])
         return records.session_record(session, selectors.session_observation_count(session.pk, using=using))
@@ -162,7 +181,8 @@ def session_end(
         session.status = SessionStatus.COMPLETED
         session.ended_at = timezone.now()
         if text is not None:
-            session.summary, session.is_auto_generated, session.redacted_blocks = text, False, blocks
+            session.summary, session.is_auto_generated = text, False
+            session.redacted_blocks += blocks
         elif not _has_narrative_summary(session):
             session.summary = build_auto_summary(session, config=config, using=using)
             session.is_auto_generated, session.redacted_blocks = True, 0

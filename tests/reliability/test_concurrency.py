@@ -46,7 +46,7 @@ def run_agents(mem, *, agents: int, users: list[str], ops: int, seed: int) -> li
 
 
 def test_many_agents_of_one_user_in_threads_keep_every_invariant(tmem):
-    agents, ops = 6 * SCALE, 25
+    agents, ops = 8 * SCALE, 40
     acks = run_agents(tmem, agents=agents, users=["alice"], ops=ops, seed=1)
     starts = [a for a in acks if a["op"] == "start"]
     with connection.cursor() as cursor:
@@ -57,7 +57,7 @@ def test_many_agents_of_one_user_in_threads_keep_every_invariant(tmem):
 
 
 def test_many_users_at_once_in_threads_keep_every_invariant(tmem):
-    agents, ops = 6 * SCALE, 25
+    agents, ops = 8 * SCALE, 40
     users = [f"user-{n}" for n in range(4)]
     acks = run_agents(tmem, agents=agents, users=users, ops=ops, seed=2)
     with connection.cursor() as cursor:
@@ -107,7 +107,7 @@ def test_agents_in_processes_on_one_embedded_sqlite_file_keep_every_invariant(tm
     path = str(tmp_path / "memory.db")
     first = spawn("sqlite", path, "start", "--users", "user-0")  # create and migrate the file once
     assert first.wait(timeout=120) == 0, first.stderr.read()
-    processes, ops = 4 * SCALE, 30
+    processes, ops = 4 * SCALE, 60
     users = ["user-0", "user-1", "user-2"]
     acks = run_processes("sqlite", path, processes=processes, users=users, ops=ops, seed=3)
     with sqlite3.connect(path) as db:
@@ -127,7 +127,7 @@ def test_processes_opening_a_new_embedded_file_at_once_all_succeed(tmp_path):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL processes need the server")
 def test_agents_in_processes_on_postgresql_keep_every_invariant(transactional_db):
     target = pg_worker_target(connection.settings_dict)
-    processes, ops = 4 * SCALE, 30
+    processes, ops = 4 * SCALE, 60
     users = ["user-0", "user-1", "user-2"]
     acks = run_processes("pg", target, processes=processes, users=users, ops=ops, seed=4)
     with connection.cursor() as cursor:

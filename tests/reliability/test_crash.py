@@ -53,7 +53,7 @@ def test_sigkilled_agents_on_an_embedded_sqlite_file_lose_no_acknowledged_write(
     first = spawn("sqlite", path, "start", "--users", "crash-user")
     assert first.wait(timeout=120) == 0, first.stderr.read()
     rng = random.Random(8)
-    kills, acknowledged = 10 * SCALE, set()
+    kills, acknowledged = 20 * SCALE, set()
     for n in range(kills):
         acks = kill_at_random("sqlite", path, rng=rng, tag=f"k{n}")
         acknowledged |= {normal_id(a["id"]) for a in acks if a["op"] == "save"}
@@ -77,7 +77,7 @@ def test_sigkilled_agents_on_an_embedded_sqlite_file_lose_no_acknowledged_write(
 def test_sigkilled_agents_on_postgresql_lose_no_acknowledged_write(transactional_db):
     target = pg_worker_target(connection.settings_dict)
     rng = random.Random(9)
-    kills, acknowledged = 5 * SCALE, set()
+    kills, acknowledged = 10 * SCALE, set()
     for n in range(kills):
         acks = kill_at_random("pg", target, rng=rng, tag=f"k{n}")
         acknowledged |= {normal_id(a["id"]) for a in acks if a["op"] == "save"}

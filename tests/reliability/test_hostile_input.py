@@ -13,7 +13,7 @@ from .conftest import SCALE, record
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 40 * SCALE
+EXAMPLES = 60 * SCALE
 HYPOTHESIS = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
