@@ -60,7 +60,9 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self):
-        return self.object_list[: self.cap].count()
+        # min(rows, cap) depends neither on order nor on annotations; keeping them would sort
+        # the whole table and compute per-row subqueries just to count.
+        return self.object_list.order_by().values("pk")[: self.cap].count()
 
 
 def summary_kind_q(kind: str, prefix: str = "") -> Q:
