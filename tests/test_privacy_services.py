@@ -123,6 +123,16 @@ def test_end_summary_is_redacted_and_counted(mem, clock):
     assert_clean(record)
 
 
+def test_session_count_adds_up_over_summaries_and_never_goes_down(mem, clock):
+    mem.mem_session_summary("alice", "First <private>a</private> <private>b</private>")
+    mem.mem_session_summary("alice", "Second <private>c</private>")
+    assert Session.objects.get().redacted_blocks == 3
+    mem.mem_session_summary("alice", "Third, nothing private")
+    record = mem.mem_session_end("alice", summary="Last <private>d</private>")
+    assert record.summary == f"Last {REDACTED}"
+    assert Session.objects.get().redacted_blocks == 4
+
+
 def test_end_summary_that_redacts_to_blank_keeps_the_stored_narrative(mem, clock):
     mem.mem_session_summary("alice", "Narrative <private>x</private>")
     record = mem.mem_session_end("alice", summary="</private>")
