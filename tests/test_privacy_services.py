@@ -246,3 +246,15 @@ def test_shape_errors_never_echo_the_value(mem, clock, field, kwargs):
         mem.mem_save("alice", **values)
     assert SECRET not in str(caught.value) and SECRET not in repr(vars(caught.value))
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("where", ["document", "observation"])
+def test_import_error_for_an_unknown_key_never_echoes_a_private_block(mem, clock, where):
+    mem.mem_save("alice", "Title", "Content")
+    document = mem.mem_export("alice")
+    key = f"<private>{SECRET}</private>"
+    (document if where == "document" else document["observations"][0])[key] = 1
+    with pytest.raises(ValidationError) as caught:
+        mem.mem_import("alice", document)
+    assert caught.value.code == "unknown_field"
+    assert SECRET not in repr(vars(caught.value)) and SECRET not in str(caught.value)

@@ -155,7 +155,8 @@ def _require_object(field: str, value: Any, *, required: tuple, optional: tuple 
         _fail(field, "must be a JSON object.", "invalid_type")
     for key in value:
         if key not in required and key not in optional:
-            name = key if isinstance(key, str) and len(key) <= 60 else "?"
+            # Echo a short key only if it holds no private block (SPEC §4: errors never do).
+            name = key if isinstance(key, str) and len(key) <= 60 and redact(key).text == key else "?"
             _fail(f"{field}.{name}" if field else name, "is not a known field.", "unknown_field")
     for key in required:
         if key not in value:
