@@ -129,6 +129,32 @@ class TypeFilter(admin.SimpleListFilter):
         return queryset.filter(type=self.value()) if self.value() else queryset
 
 
+class UserIdFilter(admin.SimpleListFilter):
+    """A text box for one exact user_id: an indexed lookup, unlike the free-text search."""
+
+    title = _("user id")
+    parameter_name = "user_id"
+    template = "admin/ilab_memory/user_id_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self):
+        return True
+
+    def choices(self, changelist):
+        others = [
+            (key, value)
+            for key, values in changelist.params.items()
+            if key not in (self.parameter_name, "p")
+            for value in (values if isinstance(values, list) else [values])
+        ]
+        yield {"value": self.value() or "", "others": others, "parameter_name": self.parameter_name}
+
+    def queryset(self, request, queryset):
+        return queryset.filter(user_id=self.value()) if self.value() else queryset
+
+
 def summary_kind(session) -> str:
     """AUTO, HUMAN or NONE, from the list's ``summary_head`` annotation (the text is deferred)."""
     if session.is_auto_generated:
@@ -226,7 +252,7 @@ class SessionAdmin(_ServiceOwnedAdmin):
         "observation_count",
     )
     list_display_links = ("user_id",)
-    list_filter = ("status", SummaryKindFilter, "started_at", "last_activity_at", "ended_at")
+    list_filter = (UserIdFilter, "status", SummaryKindFilter, "started_at", "last_activity_at", "ended_at")
     date_hierarchy = "started_at"
     search_fields = ("user_id__exact", "summary")
     search_help_text = _("An exact user_id, or words of the summary.")
@@ -447,7 +473,7 @@ class ObservationAdmin(_ServiceOwnedAdmin):
         "deleted",
     )
     list_display_links = ("short_title",)
-    list_filter = (TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
+    list_filter = (UserIdFilter, TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
     list_select_related = ("session",)
     search_fields = ("title", "content", "user_id__exact")
     search_help_text = _("Words of the title or content, or an exact user_id.")

@@ -107,6 +107,15 @@ def test_search_matches_words_of_the_summary(admin_client, mix):
     assert listed(admin_client.get(SESSIONS, {"q": "retry"})) == {mix["human"].pk}
 
 
+def test_user_id_filter_is_exact_and_keeps_the_other_filters(admin_client, mix):
+    assert listed(admin_client.get(SESSIONS, {"user_id": "alice"})) == {mix["auto"].pk}
+    assert listed(admin_client.get(SESSIONS, {"user_id": "alice", "summary_kind": "human"})) == set()
+    assert listed(admin_client.get(OBSERVATIONS, {"user_id": "alice2", "state": "live"})) == {mix["active_obs"].pk}
+    body = admin_client.get(SESSIONS, {"summary_kind": "auto"}).content.decode()
+    assert '<input type="hidden" name="summary_kind" value="auto">' in body
+    assert 'name="user_id"' in body
+
+
 def test_session_list_shows_kind_badges_and_live_observation_counts(admin_client, mix):
     response = admin_client.get(SESSIONS)
     body = response.content.decode()
