@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone as dt_timezone
 
+from django.db import connections
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
@@ -13,7 +14,7 @@ from . import records
 from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, Session, SessionStatus
-from .services.scoring import context_score
+from .services.scoring import context_score, context_value
 from .types import MemoryStats, ObservationCompact, SessionRecord, SessionSummaryCompact, Timeline
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head")
@@ -84,23 +85,63 @@ def context_memories(
         preview_chars=config.PREVIEW_CHARS,
         extra=("revision_count", "duplicate_count"),
     )
-    scored = []
-    for row in candidates:
+    # Hot path (every session start): the ORM builds the query, but its per-row converters
+    # (UUIDs, datetimes) and a ContextScore per candidate cost several times the query itself.
+    # So rank the raw rows by the bare value and convert only the ``limit`` winners.
+    rows = _raw_rows(candidates, using=using)
+    weights = config.TYPE_WEIGHTS
+    ranked = []
+    for row in rows:
+        row["updated_at"] = _aware(row["updated_at"])
+        value = context_value(
+            now=now,
+            updated_at=row["updated_at"],
+            type=row["type"],
+            revision_count=row["revision_count"],
+            duplicate_count=row["duplicate_count"],
+            type_weights=weights,
+        )
+        ranked.append((value, row["updated_at"], _uuid_hex(row["id"]), row))
+    # Deterministic: score, then newest update, then id (hex orders like the UUID string).
+    ranked.sort(key=lambda item: item[:3], reverse=True)
+    memories = []
+    for _, _, _, row in ranked[: max(0, limit)]:
+        row["id"], row["session_id"] = _as_uuid(row["id"]), _as_uuid(row["session_id"])
         score = context_score(
             now=now,
             updated_at=row["updated_at"],
             type=row["type"],
             revision_count=row["revision_count"],
             duplicate_count=row["duplicate_count"],
-            type_weights=config.TYPE_WEIGHTS,
+            type_weights=weights,
         )
-        scored.append((score, row))
-    # Deterministic: score, then newest update, then id.
-    scored.sort(key=lambda pair: (pair[0].value, pair[1]["updated_at"], str(pair[1]["id"])), reverse=True)
-    return [
-        records.observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=score)
-        for score, row in scored[: max(0, limit)]
-    ]
+        memories.append(records.observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=score))
+    return memories
+
+
+def _raw_rows(queryset, *, using: str) -> list[dict]:
+    """A ``values()`` queryset's rows as the driver returns them (no field converters)."""
+    sql, params = queryset.query.get_compiler(using=using).as_sql()
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _aware(value) -> datetime:
+    # SQLite hands back the stored text (naive UTC); PostgreSQL an aware datetime.
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
+
+
+def _uuid_hex(value) -> str:
+    # SQLite stores UUIDs as 32 hex digits; PostgreSQL hands back uuid.UUID.
+    return value.hex if isinstance(value, uuid.UUID) else value
+
+
+def _as_uuid(value) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
 
 def observation_get(*, user_id: str, observation_id, using: str = "default") -> Observation:

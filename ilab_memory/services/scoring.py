@@ -18,6 +18,31 @@ REINFORCEMENT_CAP = 0.5
 REINFORCEMENT_HALF = 4
 
 
+def _signals(
+    now: datetime, updated_at: datetime, type: str, revision_count: int, duplicate_count: int, type_weights
+) -> tuple[float, float, float, float]:
+    hours = max(0.0, (now - updated_at).total_seconds() / 3600)
+    recency = RECENCY_DECAY_PER_HOUR**hours
+    weight = float(type_weights.get(type, 1.0))
+    extra = max(0, revision_count - 1) + max(0, duplicate_count - 1)
+    reinforcement = 1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF)
+    return hours, recency, weight, reinforcement
+
+
+def context_value(
+    *,
+    now: datetime,
+    updated_at: datetime,
+    type: str,
+    revision_count: int,
+    duplicate_count: int,
+    type_weights: dict[str, float],
+) -> float:
+    """``context_score(...).value`` without building the score: for ranking many candidates."""
+    _, recency, weight, reinforcement = _signals(now, updated_at, type, revision_count, duplicate_count, type_weights)
+    return recency * weight * reinforcement
+
+
 def context_score(
     *,
     now: datetime,
@@ -27,11 +52,9 @@ def context_score(
     duplicate_count: int,
     type_weights: dict[str, float],
 ) -> ContextScore:
-    hours = max(0.0, (now - updated_at).total_seconds() / 3600)
-    recency = RECENCY_DECAY_PER_HOUR**hours
-    weight = float(type_weights.get(type, 1.0))
-    extra = max(0, revision_count - 1) + max(0, duplicate_count - 1)
-    reinforcement = 1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF)
+    hours, recency, weight, reinforcement = _signals(
+        now, updated_at, type, revision_count, duplicate_count, type_weights
+    )
     return ContextScore(
         value=recency * weight * reinforcement,
         breakdown={
