@@ -5,7 +5,6 @@ The demo runs in a subprocess on its own temporary SQLite file. Screenshots land
 """
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
