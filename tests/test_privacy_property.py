@@ -2,12 +2,13 @@
 
 Random texts carry private blocks in every spelling of the grammar, each holding a unique
 marker; random sequences of save / update / summary / end / start / delete / time travel past
-the timeout (auto-close) / sweep / over-limit writes run against the real database, with real
-commits. Afterwards no marker may appear in the database (the raw SQLite file with its -wal and
+the timeout (auto-close) / sweep / over-limit writes / export-erase-import (with blocks smuggled
+into the document) run against the real database, with real commits. Afterwards no marker may appear in the database (the raw SQLite file with its -wal and
 -shm files; every table, the search index's tsvector included, on PostgreSQL), in any object a
 call returned, in any error, or in search results.
 """
 
+import copy
 import itertools
 import os
 import re
@@ -86,6 +87,7 @@ operation = st.one_of(
     st.tuples(st.just("travel"), st.sampled_from([1, 23, 25, 49])),
     st.tuples(st.just("sweep")),
     st.tuples(st.just("oversize"), user, st.sampled_from(["title", "content", "topic_key", "metadata", "summary"])),
+    st.tuples(st.just("reimport"), user, st.sampled_from(PRIVATE_STYLES)),
 )
 
 _markers = itertools.count()
@@ -191,7 +193,27 @@ class Run:
                 self.call(mem.mem_save, user_id, values.pop("title"), values.pop("content"), **values)
             error = self.outputs[-1]
             assert isinstance(error, tuple) and isinstance(error[0], ValidationError), f"{field} over its limit was accepted"
+        elif kind == "reimport" and hasattr(mem, "mem_import"):
+            self.reimport(user_id, op[2])
         traveller.shift(timedelta(seconds=1))
+
+    def reimport(self, user_id, style):
+        """Export, smuggle private blocks into the document, erase the user, import it back."""
+        exported = self.call(self.mem.mem_export, user_id)
+        if exported is None:
+            return
+        document = copy.deepcopy(exported)  # the export itself is a returned object, kept clean
+        smuggle = lambda text: f"{text} {render([('private', style)])}"  # noqa: E731
+        for row in document.get("observations", []):
+            row["content"] = smuggle(row["content"])
+            row["metadata"] = {**(row.get("metadata") or {}), "smuggled": smuggle("m")}
+        for row in document.get("revisions", []):
+            row["title"] = smuggle(row["title"])
+        for row in document.get("sessions", []):
+            if row.get("summary") and not row.get("is_auto_generated"):
+                row["summary"] = smuggle(row["summary"])
+        self.call(self.mem.mem_forget_user, user_id)
+        self.call(self.mem.mem_import, user_id, document)
 
     def read_everything(self):
         """Every read the facade offers, over everything this run wrote."""
