@@ -191,3 +191,13 @@ def test_list_rejects_empty_or_malformed_filters_with_400(as_alice, query):
     response = as_alice.get(API + "sessions/" + query)
     assert response.status_code == 400
     assert response.json()["code"] == "invalid" and response.json()["errors"]
+
+
+def test_list_costs_a_fixed_number_of_queries(as_alice, alice, django_assert_max_num_queries):
+    from tests.factories import ObservationFactory
+
+    for _ in range(20):
+        ObservationFactory(session=SessionFactory(user_id=str(alice.pk), completed=True))
+    with django_assert_max_num_queries(1):
+        response = as_alice.get(API + "sessions/?page_size=20")
+    assert [row["observation_count"] for row in response.json()["results"]] == [1] * 20
