@@ -49,7 +49,8 @@ def with_error_shape(response: Response, exc: Exception) -> Response:
             codes = exc.get_codes()
             data["code"] = codes.get("detail", exc.default_code) if isinstance(codes, dict) else codes
         return response
-    response.data = {"detail": str(_("Invalid input.")), "code": "invalid", "errors": data}
+    errors = data if isinstance(data, dict) else {"non_field_errors": data}
+    response.data = {"detail": str(_("Invalid input.")), "code": "invalid", "errors": errors}
     return response
 
 

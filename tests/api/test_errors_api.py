@@ -141,3 +141,9 @@ def test_throttle_rate_setting_is_validated(rate, ok):
 
     problems = validate_values({**DEFAULTS, "API_THROTTLE_RATE": rate})
     assert (not problems) is ok
+
+
+def test_a_json_array_body_reports_a_non_field_error(as_alice):
+    response = post_raw(as_alice, "sessions/summary/", "[]")
+    assert response.status_code == 400
+    assert list(response.json()["errors"]) == ["non_field_errors"]
