@@ -29,7 +29,7 @@ from ..records import iso
 from ..validation import check_length, check_text, clean_type, clean_user_id
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact
-from .sessions import _locked_active_session, build_auto_summary
+from .sessions import _lock_user, _locked_active_session, build_auto_summary
 from .transactions import atomic_with_retry
 
 FORMAT = "ilab_memory.export"
@@ -478,6 +478,7 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
             cursor.execute("PRAGMA secure_delete = ON")
 
     def run():
+        _lock_user(user_id, using=using)  # a concurrent write of this user finishes first, or waits
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]

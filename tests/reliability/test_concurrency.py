@@ -162,3 +162,41 @@ def test_the_same_document_imported_by_several_agents_at_once_is_stored_once(tme
     assert sum(r["observations_created"] for r in results) == len(document["observations"])
     assert tmem.mem_export("dora")["observations"] == document["observations"]
     record(f"concurrent imports ({connection.vendor})", agents=agents, operations=agents)
+
+
+def test_forget_while_agents_of_that_user_write_leaves_no_orphan_and_no_error(tmem):
+    agents = 4
+    barrier = threading.Barrier(agents + 1)
+    errors = []
+
+    def writer(index: int):
+        try:
+            barrier.wait()
+            for n in range(15):
+                tmem.mem_save("erin", f"w{index}-{n}", "body")
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    def forgetter():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                tmem.mem_forget_user("erin")
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(agents)]
+    threads.append(threading.Thread(target=forgetter))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with connection.cursor() as cursor:
+        check_invariants(cursor, [])
+    assert Session.objects.filter(user_id="erin").active().count() <= 1
+    record(f"forget during writes ({connection.vendor})", agents=agents + 1, operations=agents * 15 + 5)
