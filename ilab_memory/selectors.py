@@ -39,18 +39,47 @@ def compact_rows(queryset, *, preview_chars: int, extra: tuple[str, ...] = ()):
 
 def sessions_context(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's most recent completed sessions, newest ``ended_at`` first."""
-    sessions = (
-        Session.objects.using(using)
-        .for_user(user_id)
-        .completed()
-        .order_by("-ended_at", "-id")[:limit]
+    # Hot path (every session start): fixed SQL, as for the context candidates below. The
+    # first query reads the ilab_mem_sess_user_ended index; the second counts live
+    # observations of only the few sessions picked.
+    sessions = _raw_rows(
+        RECENT_SESSIONS_SQL.format(table=Session._meta.db_table),
+        [user_id, SessionStatus.COMPLETED.value, max(0, limit)],
+        using=using,
     )
-    # Count per session in one grouped query over the few sessions picked above.
-    sessions = list(sessions)
-    counts = _observation_counts([s.id for s in sessions], using=using)
-    for session in sessions:
-        session.observation_count = counts.get(session.id, 0)
-    return [records.session_summary_compact(s) for s in sessions]
+    counts = {}
+    if sessions:
+        rows = _raw_rows(
+            SESSION_COUNTS_SQL.format(
+                table=Observation._meta.db_table, ids=", ".join(["%s"] * len(sessions))
+            ),
+            [s["id"] for s in sessions],
+            using=using,
+        )
+        counts = {row["session_id"]: row["n"] for row in rows}
+    return [
+        SessionSummaryCompact(
+            session_id=str(_as_uuid(s["id"])),
+            started_at=records.iso(_aware(s["started_at"])),
+            ended_at=records.iso(_aware(s["ended_at"])),
+            summary=s["summary"],
+            is_auto_generated=bool(s["is_auto_generated"]),
+            observation_count=counts.get(s["id"], 0),
+        )
+        for s in sessions
+    ]
+
+
+RECENT_SESSIONS_SQL = """
+    SELECT id, started_at, ended_at, summary, is_auto_generated
+    FROM {table}
+    WHERE user_id = %s AND status = %s
+    ORDER BY ended_at DESC, id DESC
+    LIMIT %s"""
+SESSION_COUNTS_SQL = """
+    SELECT session_id, count(*) AS n FROM {table}
+    WHERE deleted_at IS NULL AND session_id IN ({ids})
+    GROUP BY session_id"""
 
 
 def _observation_counts(session_ids, *, using: str) -> dict:
@@ -77,18 +106,15 @@ def context_memories(
     """The user's live observations ranked by ContextScore over the newest candidates."""
     config = config or get_config()
     now = now or timezone.now()
-    candidates = compact_rows(
-        Observation.objects.using(using)
-        .for_user(user_id)
-        .live()
-        .order_by("-updated_at", "-id")[: config.CONTEXT_CANDIDATES],
-        preview_chars=config.PREVIEW_CHARS,
-        extra=("revision_count", "duplicate_count"),
+    # Hot path (every session start). Building the query with the ORM, its per-row converters
+    # (UUIDs, datetimes) and a ContextScore per candidate each cost more than the query itself
+    # (benchmarks/perf.py). So: fixed SQL read through the ilab_mem_obs_user_updated index, rows
+    # ranked by the bare value, and only the ``limit`` winners converted.
+    rows = _raw_rows(
+        CANDIDATES_SQL.format(table=Observation._meta.db_table),
+        [config.PREVIEW_CHARS + 1, user_id, config.CONTEXT_CANDIDATES],
+        using=using,
     )
-    # Hot path (every session start): the ORM builds the query, but its per-row converters
-    # (UUIDs, datetimes) and a ContextScore per candidate cost several times the query itself.
-    # So rank the raw rows by the bare value and convert only the ``limit`` winners.
-    rows = _raw_rows(candidates, using=using)
     weights = config.TYPE_WEIGHTS
     ranked = []
     for row in rows:
@@ -119,9 +145,18 @@ def context_memories(
     return memories
 
 
-def _raw_rows(queryset, *, using: str) -> list[dict]:
-    """A ``values()`` queryset's rows as the driver returns them (no field converters)."""
-    sql, params = queryset.query.get_compiler(using=using).as_sql()
+# A user's newest live observations: the ContextScore candidates, as compact rows.
+CANDIDATES_SQL = """
+    SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s) AS content_head,
+           revision_count, duplicate_count
+    FROM {table}
+    WHERE user_id = %s AND deleted_at IS NULL
+    ORDER BY updated_at DESC, id DESC
+    LIMIT %s"""
+
+
+def _raw_rows(sql: str, params: list, *, using: str) -> list[dict]:
+    """Rows as dicts, as the driver returns them (no field converters)."""
     with connections[using].cursor() as cursor:
         cursor.execute(sql, params)
         names = [column[0] for column in cursor.description]
