@@ -458,6 +458,27 @@ def clean_query(query, config: Config) -> str:
     return check_length("query", query, config.MAX_QUERY_CHARS)
 
 
+def _matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
+    """The engine's name and its best ``count`` rows: (id, type, title, topic_key, session_id,
+    updated_at, content head, relevance, matches all terms), all-terms rows first."""
+    connection = connections[using]
+    if connection.vendor == "sqlite":
+        index_ensure(using=using)
+        all_query, any_query = _sqlite_queries(parsed, user_id)
+        engine, sql = "sqlite-fts5-bm25", _sqlite_sql(type is not None)
+        params = [head, all_query, any_query, user_id, *([type] if type else []), count]
+    elif connection.vendor == "postgresql":
+        all_query, any_query = _pg_queries(parsed)
+        alternatives = [_tsquery_phrase(term) for term in _any_terms(parsed)]
+        engine, sql = "postgresql-ts_rank", _pg_sql(type is not None)
+        params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
+    else:
+        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return engine, cursor.fetchall()
+
+
 def observation_search(
     *,
     user_id: str,
@@ -481,33 +502,10 @@ def observation_search(
     if not parsed.terms:
         return []  # only punctuation: nothing any memory could match
 
-    connection = connections[using]
     preview_chars = config.PREVIEW_CHARS
-    if connection.vendor == "sqlite":
-        index_ensure(using=using)
-        all_query, any_query = _sqlite_queries(parsed, user_id)
-        sql = _sqlite_sql(type is not None)
-        engine = "sqlite-fts5-bm25"
-    elif connection.vendor == "postgresql":
-        all_query, any_query = _pg_queries(parsed)
-        sql = _pg_sql(type is not None)
-        engine = "postgresql-ts_rank"
-    else:
-        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    if connection.vendor == "sqlite":
-        params = [preview_chars + 1, all_query, any_query, user_id]
-        if type is not None:
-            params.append(type)
-    else:
-        alternatives = [_tsquery_phrase(term) for term in _any_terms(parsed)]
-        params = [preview_chars + 1, all_query, any_query, alternatives, user_id]
-        if type is not None:
-            params.append(type)
-        params.append(user_id)
-    params.append(limit + CANDIDATE_EXTRA)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    engine, rows = _matching_rows(
+        parsed, user_id=user_id, type=type, head=preview_chars + 1, count=limit + CANDIDATE_EXTRA, using=using
+    )
     if not rows:
         return []
 
