@@ -1,6 +1,7 @@
 """mem_search (SPEC §5 SearchScore) on the suite's engine; the suite runs on SQLite and PostgreSQL."""
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -324,5 +325,7 @@ def test_rebuild_command_restores_a_wiped_index(mem, corpus):
         else:
             cursor.execute("UPDATE ilab_memory_observation SET search_vector = NULL")
     assert mem.mem_search(corpus, "buffers") == []
-    call_command("ilab_memory_rebuild_index", stdout=open("/dev/null", "w"))
+    out = StringIO()
+    call_command("ilab_memory_rebuild_index", stdout=out)
+    assert "rebuilt from 6 observation(s)" in out.getvalue()
     assert titles(mem.mem_search(corpus, "buffers")) == ["Use std::vector for buffers"]
