@@ -88,6 +88,8 @@ class Session(models.Model):
                 name="ilab_mem_sess_active_activity",
             ),
             models.Index(fields=["user_id", "-started_at"], name="ilab_mem_sess_user_started"),
+            # The admin's default list order across all users.
+            models.Index(fields=["-started_at", "-id"], name="ilab_mem_sess_started"),
         ]
 
     def __str__(self):
@@ -163,6 +165,8 @@ class Observation(models.Model):
             ),
             # Timeline and synthetic summaries: a session's observations in creation order.
             models.Index(fields=["session", "created_at", "id"], name="ilab_mem_obs_session_created"),
+            # The admin's default list order across all users.
+            models.Index(fields=["-updated_at", "-id"], name="ilab_mem_obs_updated"),
         ]
 
     def __str__(self):
