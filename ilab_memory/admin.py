@@ -21,6 +21,7 @@ from django.db import models
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Substr
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
@@ -31,6 +32,7 @@ from .conf import get_config
 from .exceptions import ObservationNotFound, ValidationError as MemoryValidationError
 from .models import Observation, ObservationRevision, Session
 from .services.observations import observation_delete, observation_restore, observation_update
+from .services.data import user_forget
 from .services.sessions import clean_summary, sessions_close_expired
 
 AUTO, HUMAN, NONE = "auto", "human", "none"
@@ -293,6 +295,41 @@ class SessionAdmin(_ServiceOwnedAdmin):
                 summary_head=Substr("summary", 1, SUMMARY_HEAD_CHARS + 1),
             )
         )
+
+    actions = ("forget_users",)
+
+    def has_forget_permission(self, request):
+        """Erasure removes sessions and observations: it needs both delete permissions."""
+        return request.user.has_perms(["ilab_memory.delete_session", "ilab_memory.delete_observation"])
+
+    @admin.action(description=_("Erase all data of the selected sessions' users"), permissions=["forget"])
+    def forget_users(self, request, queryset):
+        """Right to erasure, through ``user_forget``; asks for confirmation on a second page."""
+        user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
+        if request.POST.get("confirm_forget") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": gettext("Erase all data of these users?"),
+                "opts": self.model._meta,
+                "user_ids": user_ids,
+                "selected": request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME),
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/ilab_memory/session/forget_confirmation.html", context)
+        totals = {"sessions": 0, "observations": 0, "revisions": 0}
+        for user_id in user_ids:
+            for name, count in user_forget(user_id=user_id).items():
+                totals[name] = totals.get(name, 0) + count
+        self.message_user(
+            request,
+            gettext(
+                "Erased %(users)d user(s): %(sessions)d sessions, %(observations)d observations, "
+                "%(revisions)d revisions."
+            )
+            % {"users": len(user_ids), **totals},
+            messages.SUCCESS,
+        )
+        return None
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
