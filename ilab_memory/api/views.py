@@ -7,6 +7,7 @@ from the host.
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from django.utils.translation import gettext_lazy as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -306,7 +307,9 @@ class ExportView(MemoryAPIMixin, APIView):
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
-        return Response(data_services.user_export(user_id=self.acting_user_id()))
+        # Streamed row by row, so a long history is never held in memory as one document.
+        chunks = data_services.user_export_json(user_id=self.acting_user_id())
+        return StreamingHttpResponse(chunks, content_type="application/json")
 
 
 class ImportView(MemoryAPIMixin, APIView):

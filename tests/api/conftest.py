@@ -1,5 +1,7 @@
 """Accounts and clients for the API tests: two plain users and an agent backend that may act for anyone."""
 
+import json
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
@@ -48,3 +50,10 @@ def as_agent(agent):
 def uid(user) -> str:
     """The user_id the default resolver gives ``user``."""
     return str(user.pk)
+
+
+def read_json(response):
+    """The JSON body of a response, streamed (export/) or not."""
+    if response.streaming:
+        return json.loads(b"".join(response.streaming_content))
+    return response.json()

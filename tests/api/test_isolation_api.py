@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ilab_memory.models import Observation, ObservationRevision, Session
-from tests.api.conftest import API, uid
+from tests.api.conftest import API, read_json, uid
 
 # (method, path, body) for every endpoint; {obs} and {session} are filled per case.
 ENDPOINTS = [
@@ -124,7 +124,7 @@ def test_an_agent_with_the_permission_acts_for_the_named_user(as_agent, bob, wor
         assert response.json()["results"]
         assert all(row.get("user_id", uid(bob)) == uid(bob) for row in response.json()["results"])
     if path == "export/":
-        assert response.json()["user_id"] == uid(bob)
+        assert read_json(response)["user_id"] == uid(bob)
 
 
 def test_an_agent_without_a_user_id_acts_for_itself(as_agent, agent, world):
