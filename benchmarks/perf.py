@@ -1,7 +1,7 @@
 """Performance of ilab_memory next to the raw-SQL floor, on a fresh database.
 
-    .venv/bin/python -m benchmarks.perf                       # SQLite, everything (~10 min)
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python -m benchmarks.perf
+    .venv/bin/python -m benchmarks.perf                       # SQLite, everything (~3 min)
+    DATABASE_URL=postgres://USER@HOST:5432/DB .venv/bin/python -m benchmarks.perf   # PostgreSQL
     .venv/bin/python -m benchmarks.perf --quick               # smaller sizes, fewer iterations
     .venv/bin/python -m benchmarks.perf --phases core,search --json results.json
 
@@ -9,6 +9,7 @@ Each phase (core: start/save/context; search; http) runs in its own process on i
 database (a temporary SQLite file, or a scratch PostgreSQL database ``ilab_bench_<pid>`` that is
 dropped afterwards), so phases never share state. Data is generated deterministically and
 written in bulk with a progress line on stderr; results go to stdout as a table (and JSON).
+docs/benchmarks.md ("Performance") explains the floor of each operation and the results.
 """
 
 from __future__ import annotations

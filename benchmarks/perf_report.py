@@ -21,7 +21,9 @@ def machine(payloads: list[dict]) -> dict:
     versions: dict[str, str] = {}
     for payload in payloads:
         versions.update(payload.get("versions") or {})
-    return {"cpus": os.cpu_count(), "cpu": cpu_model(), "system": platform.platform(), **versions}
+    # The load average says how much else ran on the machine (runs are not isolated).
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    return {"cpus": os.cpu_count(), "cpu": cpu_model(), "system": platform.platform(), **versions, "load": load}
 
 
 def _ms(value: float) -> str:
@@ -40,8 +42,8 @@ def render(report: dict) -> str:
             lines += [
                 f"### {payload['phase']} ({vendor})",
                 "",
-                "| operation | rows | p50 ms | p95 ms | floor p50 ms | ratio p50 |",
-                "|---|---:|---:|---:|---:|---:|",
+                "| operation | rows | p50 ms | p95 ms | floor p50 ms | ratio p50 | cpu p50 ms (ours / floor) |",
+                "|---|---:|---:|---:|---:|---:|---:|",
             ]
             for r in payload["results"]:
                 ours, floor = r["ours"], r.get("floor")
@@ -50,8 +52,12 @@ def render(report: dict) -> str:
                 if r.get("floor_write"):
                     floor_text += f" (write only {_ms(r['floor_write']['p50'])})"
                     ratio += f" ({_ratio(ours, r['floor_write'])})"
+                cpu = "–"
+                if ours.get("cpu_p50") is not None and floor and floor.get("cpu_p50"):
+                    cpu = f"{_ms(ours['cpu_p50'])} / {_ms(floor['cpu_p50'])} = {ours['cpu_p50'] / floor['cpu_p50']:.1f}×"
                 lines.append(
-                    f"| {r['op']} | {r['size']:,} | {_ms(ours['p50'])} | {_ms(ours['p95'])} | {floor_text} | {ratio} |"
+                    f"| {r['op']} | {r['size']:,} | {_ms(ours['p50'])} | {_ms(ours['p95'])} | {floor_text} | {ratio} "
+                    f"| {cpu} |"
                 )
         else:
             lines += [

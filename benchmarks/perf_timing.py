@@ -17,12 +17,17 @@ class Sample:
     p50: float
     p95: float
     mean: float
+    # Median CPU time of the calling thread. On a shared machine wall time includes waiting for
+    # a CPU; thread CPU time does not. It covers SQLite's work (in-process) but not PostgreSQL's
+    # (another process), so it is a load-independent view for SQLite only.
+    cpu_p50: float | None = None
 
     @classmethod
-    def of(cls, seconds: list[float]) -> "Sample":
+    def of(cls, seconds: list[float], cpu_seconds: list[float] | None = None) -> "Sample":
         ms = sorted(s * 1000 for s in seconds)
         p95 = statistics.quantiles(ms, n=20, method="inclusive")[18] if len(ms) > 1 else ms[0]
-        return cls(n=len(ms), p50=statistics.median(ms), p95=p95, mean=statistics.fmean(ms))
+        cpu = statistics.median(c * 1000 for c in cpu_seconds) if cpu_seconds else None
+        return cls(n=len(ms), p50=statistics.median(ms), p95=p95, mean=statistics.fmean(ms), cpu_p50=cpu)
 
 
 def measure(
@@ -36,16 +41,17 @@ def measure(
 
     ``before(i)`` runs untimed ahead of each call (e.g. to end the session a "new" start needs).
     """
-    times = []
+    times, cpu_times = [], []
     for i in range(warmup + iterations):
         if before is not None:
             before(i)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         fn(i)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
         if i >= warmup:
             times.append(elapsed)
-    return Sample.of(times)
+            cpu_times.append(cpu)
+    return Sample.of(times, cpu_times)
 
 
 class Progress:
