@@ -12,6 +12,7 @@ import atexit
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -67,10 +68,11 @@ def create_scratch(label: str) -> Scratch:
         admin.execute(f'CREATE DATABASE "{name}"')
 
     def drop():
-        from django.conf import settings
-        from django.db import connections
+        # Only if this process set Django up (the http phase did not; importing it at exit fails).
+        django_conf = sys.modules.get("django.conf")
+        if django_conf is not None and django_conf.settings.configured:
+            from django.db import connections
 
-        if settings.configured:
             connections.close_all()
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
