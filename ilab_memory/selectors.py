@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone as dt_timezone
 
+from django.conf import settings
 from django.db import connections
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
@@ -60,8 +61,8 @@ def sessions_context(*, user_id: str, limit: int, using: str = "default") -> lis
     return [
         SessionSummaryCompact(
             session_id=str(_as_uuid(s["id"])),
-            started_at=records.iso(_aware(s["started_at"])),
-            ended_at=records.iso(_aware(s["ended_at"])),
+            started_at=records.iso(_db_datetime(s["started_at"])),
+            ended_at=records.iso(_db_datetime(s["ended_at"])),
             summary=s["summary"],
             is_auto_generated=bool(s["is_auto_generated"]),
             observation_count=counts.get(s["id"], 0),
@@ -118,7 +119,7 @@ def context_memories(
     weights = config.TYPE_WEIGHTS
     ranked = []
     for row in rows:
-        row["updated_at"] = _aware(row["updated_at"])
+        row["updated_at"] = _db_datetime(row["updated_at"])
         value = context_value(
             now=now,
             updated_at=row["updated_at"],
@@ -163,11 +164,14 @@ def _raw_rows(sql: str, params: list, *, using: str) -> list[dict]:
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def _aware(value) -> datetime:
-    # SQLite hands back the stored text (naive UTC); PostgreSQL an aware datetime.
+def _db_datetime(value) -> datetime:
+    """A raw column value as the ORM would return it: aware UTC with USE_TZ, naive without."""
+    # SQLite hands back the stored text (naive UTC under USE_TZ); PostgreSQL a datetime.
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
+    if settings.USE_TZ:
+        return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
+    return timezone.make_naive(value) if value.tzinfo is not None else value
 
 
 def _uuid_hex(value) -> str:

@@ -67,3 +67,12 @@ def test_start_memories_equal_the_context_ranking(mem, clock):
     started = mem.mem_session_start("alice")
     assert [m.id for m in started.memories] == [m.id for m in mem.mem_context("alice")]
     assert len(started.memories) == 10
+
+
+def test_context_and_start_read_raw_timestamps_without_use_tz(mem, settings):
+    mem.mem_save("alice", "A decision", "We chose PostgreSQL.", type="decision")
+    mem.mem_session_end("alice", summary="done")
+    settings.USE_TZ = False
+    assert [m.title for m in mem.mem_context("alice")] == ["A decision"]
+    started = mem.mem_session_start("alice")
+    assert [c.summary for c in started.sessions_context] == ["done"]
