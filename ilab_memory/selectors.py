@@ -15,7 +15,7 @@ from . import records
 from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, Session, SessionStatus
-from .services.scoring import context_score, context_value
+from .services.scoring import context_signals
 from .types import MemoryStats, ObservationCompact, SessionRecord, SessionSummaryCompact, Timeline
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head")
@@ -120,7 +120,7 @@ def context_memories(
     ranked = []
     for row in rows:
         row["updated_at"] = _db_datetime(row["updated_at"])
-        value = context_value(
+        signals = context_signals(
             now=now,
             updated_at=row["updated_at"],
             type=row["type"],
@@ -128,21 +128,15 @@ def context_memories(
             duplicate_count=row["duplicate_count"],
             type_weights=weights,
         )
-        ranked.append((value, row["updated_at"], _uuid_hex(row["id"]), row))
+        ranked.append((signals.value, row["updated_at"], _uuid_hex(row["id"]), signals, row))
     # Deterministic: score, then newest update, then id (hex orders like the UUID string).
     ranked.sort(key=lambda item: item[:3], reverse=True)
     memories = []
-    for _, _, _, row in ranked[: max(0, limit)]:
+    for _, _, _, signals, row in ranked[: max(0, limit)]:
         row["id"], row["session_id"] = _as_uuid(row["id"]), _as_uuid(row["session_id"])
-        score = context_score(
-            now=now,
-            updated_at=row["updated_at"],
-            type=row["type"],
-            revision_count=row["revision_count"],
-            duplicate_count=row["duplicate_count"],
-            type_weights=weights,
+        memories.append(
+            records.observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=signals.score())
         )
-        memories.append(records.observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=score))
     return memories
 
 

@@ -10,6 +10,7 @@ value = recency × type weight × reinforcement
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from ..types import ContextScore
 
@@ -18,49 +19,50 @@ REINFORCEMENT_CAP = 0.5
 REINFORCEMENT_HALF = 4
 
 
-def _signals(
-    now: datetime, updated_at: datetime, type: str, revision_count: int, duplicate_count: int, type_weights
-) -> tuple[float, float, float, float]:
+class ContextSignals(NamedTuple):
+    """The factors of a ContextScore, cheap to compute for every candidate."""
+
+    hours: float
+    recency: float
+    type_weight: float
+    reinforcement: float
+
+    @property
+    def value(self) -> float:
+        return self.recency * self.type_weight * self.reinforcement
+
+    def score(self) -> ContextScore:
+        return ContextScore(
+            value=self.value,
+            breakdown={
+                "hours_since_update": round(self.hours, 3),
+                "recency": self.recency,
+                "type_weight": self.type_weight,
+                "reinforcement": self.reinforcement,
+            },
+        )
+
+
+def context_signals(
+    *,
+    now: datetime,
+    updated_at: datetime,
+    type: str,
+    revision_count: int,
+    duplicate_count: int,
+    type_weights: dict[str, float],
+) -> ContextSignals:
+    """The signals alone: rank many candidates by ``.value``, build ``.score()`` for the winners."""
     hours = max(0.0, (now - updated_at).total_seconds() / 3600)
-    recency = RECENCY_DECAY_PER_HOUR**hours
-    weight = float(type_weights.get(type, 1.0))
     extra = max(0, revision_count - 1) + max(0, duplicate_count - 1)
-    reinforcement = 1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF)
-    return hours, recency, weight, reinforcement
-
-
-def context_value(
-    *,
-    now: datetime,
-    updated_at: datetime,
-    type: str,
-    revision_count: int,
-    duplicate_count: int,
-    type_weights: dict[str, float],
-) -> float:
-    """``context_score(...).value`` without building the score: for ranking many candidates."""
-    _, recency, weight, reinforcement = _signals(now, updated_at, type, revision_count, duplicate_count, type_weights)
-    return recency * weight * reinforcement
-
-
-def context_score(
-    *,
-    now: datetime,
-    updated_at: datetime,
-    type: str,
-    revision_count: int,
-    duplicate_count: int,
-    type_weights: dict[str, float],
-) -> ContextScore:
-    hours, recency, weight, reinforcement = _signals(
-        now, updated_at, type, revision_count, duplicate_count, type_weights
+    return ContextSignals(
+        hours=hours,
+        recency=RECENCY_DECAY_PER_HOUR**hours,
+        type_weight=float(type_weights.get(type, 1.0)),
+        reinforcement=1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF),
     )
-    return ContextScore(
-        value=recency * weight * reinforcement,
-        breakdown={
-            "hours_since_update": round(hours, 3),
-            "recency": recency,
-            "type_weight": weight,
-            "reinforcement": reinforcement,
-        },
-    )
+
+
+def context_score(**signals) -> ContextScore:
+    """The ContextScore of one observation (keyword arguments as ``context_signals``)."""
+    return context_signals(**signals).score()
