@@ -24,6 +24,7 @@ from ..validation import (
     normalize_content,
     normalize_topic_key,
 )
+from . import lookups
 from .privacy import redact, redact_json
 from .sessions import resolve_active_session, touch
 from .transactions import atomic_with_retry
@@ -119,11 +120,10 @@ def observation_save(
     def run():
         now = timezone.now()
         session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
-        mine = Observation.objects.using(using).for_user(user_id).live()
         action = CREATED
         observation = None
         if values["topic_key"] is not None:
-            observation = mine.filter(topic_key=values["topic_key"]).first()
+            observation = lookups.live_observation_by_topic(user_id, values["topic_key"], using=using)
             if observation is not None:
                 action = REVISED
                 _keep_revision(observation, now=now, using=using)
@@ -135,11 +135,7 @@ def observation_save(
         else:
             # A save that names a new topic_key is a new memory, never a duplicate of another.
             window_start = now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES)
-            observation = (
-                mine.filter(dedupe_hash=digest, created_at__gte=window_start, topic_key__isnull=True)
-                .order_by("-created_at")
-                .first()
-            )
+            observation = lookups.recent_duplicate(user_id, digest, window_start, using=using)
             if observation is not None:
                 action = DUPLICATE
                 observation.duplicate_count += 1

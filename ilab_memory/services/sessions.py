@@ -14,6 +14,7 @@ from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus
 from ..types import SessionRecord, SessionStartResponse
 from ..validation import check_length, check_text, clean_user_id
+from . import lookups
 from .privacy import redact
 from .transactions import atomic_with_retry
 
@@ -22,9 +23,7 @@ def _locked_active_session(user_id: str, *, using: str) -> Session | None:
     # FOR UPDATE serializes a user's writers on PostgreSQL; on SQLite the IMMEDIATE
     # transaction already holds the write lock and Django omits the clause.
     _lock_user(user_id, using=using)
-    return (
-        Session.objects.using(using).select_for_update().for_user(user_id).active().first()
-    )
+    return lookups.active_session(user_id, using=using, for_update=True)
 
 
 def _lock_user(user_id: str, *, using: str) -> None:
@@ -99,7 +98,7 @@ def touch(session: Session, *, now: datetime, using: str) -> None:
     """Advance last_activity_at (a write or a start inside the window keeps the session alive)."""
     if session.last_activity_at != now:
         session.last_activity_at = now
-        Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
+        lookups.set_last_activity(session, now, using=using)
 
 
 def session_start(*, user_id: str, config: Config | None = None, using: str = "default") -> SessionStartResponse:
