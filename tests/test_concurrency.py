@@ -1,40 +1,20 @@
 """Many callers at the same moment: one active session per user, every caller gets its id."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connections
 from django.db.models import F
 
 from ilab_memory import ILabMemory
 from ilab_memory.models import Observation, Session, SessionStatus
+from tests import threads
 
 THREADS = 8
 ROUNDS = 15
 
 
 def run_together(target, n=THREADS):
-    """Run ``target(i)`` in n threads released by one barrier; return results, raise any error."""
-    barrier = threading.Barrier(n)
-    results, errors = [None] * n, []
-
-    def worker(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except BaseException as exc:  # noqa: BLE001 - reported to the test below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
-    return results
+    return threads.run_together(target, n)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,14 +6,15 @@ Afterwards: at most one active session per user, every acknowledged save present
 
 import random
 import sqlite3
-import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from ilab_memory.models import Session
 
 from . import worker
+from tests.threads import run_together
+
 from .conftest import SCALE, check_invariants, parse_acks, pg_worker_target, record, spawn
 
 pytestmark = pytest.mark.slow
@@ -21,27 +22,15 @@ pytestmark = pytest.mark.slow
 
 def run_agents(mem, *, agents: int, users: list[str], ops: int, seed: int) -> list[dict]:
     """``agents`` threads doing random start/save/summary/end; returns every acknowledgement."""
-    acks, errors = [], []
-    barrier = threading.Barrier(agents)
+    acks = []
 
     def agent(index: int):
-        try:
-            barrier.wait()
-            worker.mixed(
-                mem, users=users, ops=ops, seed=seed * 1000 + index, tag=f"t{index}",
-                emit=lambda **fields: acks.append(fields),
-            )
-        except Exception as error:  # any error at all fails the run, "database is locked" first
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
+        worker.mixed(
+            mem, users=users, ops=ops, seed=seed * 1000 + index, tag=f"t{index}",
+            emit=lambda **fields: acks.append(fields),
+        )
 
-    threads = [threading.Thread(target=agent, args=(i,)) for i in range(agents)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    run_together(agent, agents)  # any error at all fails the run, "database is locked" first
     return acks
 
 
@@ -67,24 +56,7 @@ def test_many_users_at_once_in_threads_keep_every_invariant(tmem):
 
 def test_concurrent_starts_of_one_user_all_get_the_one_active_session(tmem):
     agents = 8
-    barrier = threading.Barrier(agents)
-    ids, errors = [], []
-
-    def start():
-        try:
-            barrier.wait()
-            ids.append(tmem.mem_session_start("bob").session_id)
-        except Exception as error:
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=start) for _ in range(agents)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    ids = run_together(lambda i: tmem.mem_session_start("bob").session_id, agents)
     assert len(set(ids)) == 1 and Session.objects.filter(user_id="bob").count() == 1
 
 
@@ -141,24 +113,7 @@ def test_the_same_document_imported_by_several_agents_at_once_is_stored_once(tme
     document = tmem.mem_export("dora")
     tmem.mem_forget_user("dora")
     agents = 4
-    barrier = threading.Barrier(agents)
-    results, errors = [], []
-
-    def importer():
-        try:
-            barrier.wait()
-            results.append(tmem.mem_import("dora", document))
-        except Exception as error:
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=importer) for _ in range(agents)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    results = run_together(lambda i: tmem.mem_import("dora", document), agents)
     assert sum(r["observations_created"] for r in results) == len(document["observations"])
     assert tmem.mem_export("dora")["observations"] == document["observations"]
     record(f"concurrent imports ({connection.vendor})", agents=agents, operations=agents)
@@ -166,36 +121,16 @@ def test_the_same_document_imported_by_several_agents_at_once_is_stored_once(tme
 
 def test_forget_while_agents_of_that_user_write_leaves_no_orphan_and_no_error(tmem):
     agents = 4
-    barrier = threading.Barrier(agents + 1)
-    errors = []
 
-    def writer(index: int):
-        try:
-            barrier.wait()
-            for n in range(15):
-                tmem.mem_save("erin", f"w{index}-{n}", "body")
-        except Exception as error:
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
-
-    def forgetter():
-        try:
-            barrier.wait()
+    def writer_or_forgetter(index: int):
+        if index == agents:  # the last thread erases the user again and again
             for _ in range(5):
                 tmem.mem_forget_user("erin")
-        except Exception as error:
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
+        else:
+            for n in range(15):
+                tmem.mem_save("erin", f"w{index}-{n}", "body")
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(agents)]
-    threads.append(threading.Thread(target=forgetter))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    run_together(writer_or_forgetter, agents + 1)
     with connection.cursor() as cursor:
         check_invariants(cursor, [])
     assert Session.objects.filter(user_id="erin").active().count() <= 1
