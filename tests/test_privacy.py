@@ -123,9 +123,16 @@ def test_other_tag_names_are_not_private_tags(text):
     assert redact(text) == Redacted(text, 0)
 
 
-def test_opener_without_closing_angle_bracket_is_not_a_tag():
-    # The limit of the guarantee: the tag must be spelled as a tag.
-    assert redact("a <private secret") == Redacted("a <private secret", 0)
+def test_opener_cut_short_still_opens_a_block():
+    # Fail closed: an opener whose ">" never comes, or that a "<" interrupts, still opens.
+    assert redact("a <private secret") == Redacted("a [REDACTED]", 1)
+    assert redact('<private note="a<b">secret</private> tail') == Redacted("[REDACTED] tail", 1)
+    assert redact("x <private<b>s</private>y") == Redacted("x [REDACTED]y", 1)
+
+
+def test_closer_cut_short_closes_nothing():
+    assert redact("<private>s</private x<i>more") == Redacted("[REDACTED]", 1)
+    assert redact("a </private b") == Redacted("a </private b", 0)
 
 
 def test_redaction_is_idempotent():
@@ -219,7 +226,8 @@ def test_one_opener_followed_by_a_megabyte_of_filler_finishes(filler):
     # "<" + whitespace is where two adjacent \s* would backtrack quadratically.
     with abort_after(60):
         assert redact("<" + filler * MB).blocks == 0
-        assert redact("<private" + filler * MB).blocks == 0
+        # An opener cut short by the end of the text opens a block; "<privatea…" is no tag.
+        assert redact("<private" + filler * MB).blocks == (0 if filler == "a" else 1)
 
 
 def test_one_megabyte_of_openers_redacts_to_one_block():

@@ -16,7 +16,12 @@ REDACTED = "[REDACTED]"
 # The lookahead keeps <privateer> and <private-key> out. Linear time: the quantifiers are
 # possessive (no backtracking) and none of them can consume a "<", so an attempt that starts
 # at one "<" never reads past the next one: 1 MB of "<private" or "<   " costs one pass.
-_TAG = re.compile(r"<\s*+(?P<closer>/\s*+)?private(?=[\s/>])(?P<rest>[^<>]*+)>", re.IGNORECASE)
+# A tag cut short by a "<" or the end of the text (``<private note="a<b">``, ``<private x``)
+# has no ``gt``: as an opener it still opens a block (fail closed); as a closer it closes
+# nothing, so a malformed closer never ends a block early.
+_TAG = re.compile(
+    r"<\s*+(?P<closer>/\s*+)?private(?=[\s/><]|$)(?P<rest>[^<>]*+)(?P<gt>>?)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,11 @@ def redact(text: str) -> Redacted:
     depth = 0
     position = 0  # end of the last tag seen; text before it is either emitted or redacted
     for match in _TAG.finditer(text):
+        complete = bool(match["gt"])
         is_closer = match["closer"] is not None
-        self_closing = not is_closer and match["rest"].rstrip().endswith("/")
+        if is_closer and not complete:
+            continue  # a cut-short closer: ordinary text outside a block, no end inside one
+        self_closing = not is_closer and complete and match["rest"].rstrip().endswith("/")
         if depth == 0:
             out.append(text[position : match.start()])
             if self_closing:
