@@ -1,17 +1,21 @@
-"""Reads, each scoped by user_id and composed from the queryset methods of ``models``."""
+"""Reads, each scoped by user_id and composed from the queryset methods of ``models``.
+
+The two reads every session start makes (``sessions_context``, ``context_memories``) use fixed
+SQL instead: measured, building their ORM queries cost more than running them.
+"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
 
-from django.conf import settings
 from django.db import connections
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from . import records
+from .dbvalues import db_datetime
 from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, Session, SessionStatus
@@ -61,8 +65,8 @@ def sessions_context(*, user_id: str, limit: int, using: str = "default") -> lis
     return [
         SessionSummaryCompact(
             session_id=str(_as_uuid(s["id"])),
-            started_at=records.iso(_db_datetime(s["started_at"])),
-            ended_at=records.iso(_db_datetime(s["ended_at"])),
+            started_at=records.iso(db_datetime(s["started_at"], using=using)),
+            ended_at=records.iso(db_datetime(s["ended_at"], using=using)),
             summary=s["summary"],
             is_auto_generated=bool(s["is_auto_generated"]),
             observation_count=counts.get(s["id"], 0),
@@ -119,7 +123,7 @@ def context_memories(
     weights = config.TYPE_WEIGHTS
     ranked = []
     for row in rows:
-        row["updated_at"] = _db_datetime(row["updated_at"])
+        row["updated_at"] = db_datetime(row["updated_at"], using=using)
         signals = context_signals(
             now=now,
             updated_at=row["updated_at"],
@@ -156,16 +160,6 @@ def _raw_rows(sql: str, params: list, *, using: str) -> list[dict]:
         cursor.execute(sql, params)
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def _db_datetime(value) -> datetime:
-    """A raw column value as the ORM would return it: aware UTC with USE_TZ, naive without."""
-    # SQLite hands back the stored text (naive UTC under USE_TZ); PostgreSQL a datetime.
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if settings.USE_TZ:
-        return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
-    return timezone.make_naive(value) if value.tzinfo is not None else value
 
 
 def _uuid_hex(value) -> str:

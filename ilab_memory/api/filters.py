@@ -41,7 +41,11 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
 
 
 class SessionFilter(PresentValuesFilterSet):
-    status = django_filters.ChoiceFilter(choices=SessionStatus.choices)
+    # Django's default message repeats the value, which may hold a private block.
+    status = django_filters.ChoiceFilter(
+        choices=SessionStatus.choices,
+        error_messages={"invalid_choice": _("Must be 'active' or 'completed'.")},
+    )
     is_auto_generated = StrictBooleanFilter(
         help_text=_("true: synthetic summaries only; false: narrative or none.")
     )

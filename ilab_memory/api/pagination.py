@@ -1,7 +1,8 @@
 """Cursor pagination: stable pages while new rows arrive, no COUNT(*) over a user's history."""
 
+from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 
 
@@ -23,6 +24,19 @@ class StrictCursorPagination(CursorPagination):
         if value < 1:
             raise ValidationError({self.page_size_query_param: [_("Must be a positive integer.")]})
         return min(value, self.max_page_size)
+
+    def decode_cursor(self, request):
+        """DRF checks a cursor's shape; its position must also be a timestamp (our orderings are),
+        or a crafted cursor reaches the database as a bad datetime and fails there."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            try:
+                valid = parse_datetime(cursor.position) is not None
+            except (ValueError, TypeError):
+                valid = False
+            if not valid:
+                raise NotFound(self.invalid_cursor_message)
+        return cursor
 
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)

@@ -173,6 +173,9 @@ def _uuid(field: str, value: Any) -> uuid.UUID:
         _fail(field, "is not a valid UUID.", "invalid_uuid")
 
 
+TIMESTAMP_YEARS = (1970, 9000)
+
+
 def _timestamp(field: str, value: Any, *, nullable: bool = False) -> datetime | None:
     if value is None and nullable:
         return None
@@ -184,7 +187,14 @@ def _timestamp(field: str, value: Any, *, nullable: bool = False) -> datetime | 
         _fail(field, "is not an ISO 8601 timestamp.", "invalid_timestamp")
     if parsed.tzinfo is None:
         _fail(field, "must carry a time zone (UTC).", "naive_timestamp")
-    return parsed.astimezone(dt_timezone.utc)
+    try:
+        parsed = parsed.astimezone(dt_timezone.utc)
+    except OverflowError:
+        parsed = None
+    # A bounded range keeps the timeout arithmetic done on imported times from overflowing.
+    if parsed is None or not TIMESTAMP_YEARS[0] <= parsed.year <= TIMESTAMP_YEARS[1]:
+        _fail(field, f"must lie between the years {TIMESTAMP_YEARS[0]} and {TIMESTAMP_YEARS[1]}.", "invalid_timestamp")
+    return parsed
 
 
 def _count(field: str, value: Any, *, minimum: int) -> int:

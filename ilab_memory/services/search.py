@@ -25,14 +25,13 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone as dt_timezone
 
 from django.db import connections, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from .. import records
 from ..conf import Config, get_config
+from ..dbvalues import db_datetime
 from ..exceptions import ValidationError
 from ..types import ObservationCompact, SearchScore
 from ..validation import check_length, check_text, clean_type, clean_user_id
@@ -437,14 +436,6 @@ def _as_uuid(value) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def _as_datetime(value) -> datetime:
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if timezone.is_naive(value):
-        value = value.replace(tzinfo=dt_timezone.utc)
-    return value
-
-
 def _clean_limit(limit, config: Config) -> int:
     if limit is None:
         return config.SEARCH_DEFAULT_LIMIT
@@ -515,7 +506,7 @@ def observation_search(
     for row in rows:
         if mode == MODE_ALL and not row[8]:
             break  # rows are ordered all-terms first
-        updated_at = _as_datetime(row[5])
+        updated_at = db_datetime(row[5], using=using)
         relevance = max(float(row[7]), 0.0)
         age_days = (now - updated_at).total_seconds() / 86400
         recency = recency_factor(age_days)
