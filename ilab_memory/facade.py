@@ -16,6 +16,7 @@ _bootstrap_lock = threading.Lock()
 _embedded_path: str | None = None  # the file this process configured Django on, if any
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+MAX_COUNT = 10_000  # largest limit/before/after a read accepts
 
 
 def embedded_settings(path: str) -> dict[str, Any]:
@@ -128,8 +129,9 @@ class ILabMemory:
 
     @staticmethod
     def _count(name: str, value) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValidationError(name, "must be an integer >= 0.", code="invalid_integer")
+        # Bounded so the value always fits the databases' integer parameters.
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+            raise ValidationError(name, f"must be an integer from 0 to {MAX_COUNT}.", code="invalid_integer")
         return value
 
     # -- sessions ------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def session_record(session, observation_count: int) -> SessionRecord:
     return SessionRecord(
         id=str(session.id),
         user_id=session.user_id,
-        status=session.status,
+        status=str(session.status),  # a plain str, also when the service set the enum member
         started_at=iso(session.started_at),
         last_activity_at=iso(session.last_activity_at),
         ended_at=iso(session.ended_at),

@@ -97,7 +97,11 @@ def _walk_json(value: Any, *, depth: int, max_depth: int) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError("metadata", "numbers must be finite.", code="invalid_number")
-    elif value is None or isinstance(value, (bool, int)):
+    elif isinstance(value, int) and not isinstance(value, bool):
+        # JSON has no integer limit, the databases do (and json.dumps refuses > 4300 digits).
+        if not -(2**63) <= value < 2**63:
+            raise ValidationError("metadata", "integers must fit in 64 bits.", code="invalid_number")
+    elif value is None or isinstance(value, bool):
         pass
     else:
         raise ValidationError("metadata", f"holds a {type(value).__name__}, which is not JSON.", code="invalid_type")

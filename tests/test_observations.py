@@ -490,3 +490,49 @@ def test_validation_messages_never_echo_the_value(mem):
     with pytest.raises(ValidationError) as error:
         mem.mem_save("alice", secret, "C")
     assert "SECRET" not in str(error.value)
+
+
+def test_huge_metadata_integers_are_rejected(mem):
+    for number in (10**5000, 2**63, -(2**63) - 1):
+        with pytest.raises(ValidationError) as error:
+            mem.mem_save("alice", "T", "C", metadata={"n": number})
+        assert error.value.field == "metadata"
+    assert mem.mem_save("alice", "T", "C", metadata={"n": 2**63 - 1}).observation.metadata == {"n": 2**63 - 1}
+
+
+@pytest.mark.parametrize("hard", ["false", 0, 1, None])
+def test_delete_hard_must_be_a_bool(mem, hard):
+    o = mem.mem_save("alice", "T", "C").observation
+    with pytest.raises(ValidationError) as error:
+        mem.mem_delete("alice", o.id, hard=hard)
+    assert error.value.field == "hard"
+    assert Observation.objects.get(pk=o.id).deleted_at is None
+
+
+@pytest.mark.parametrize("kwargs", [{"before": 2**64}, {"after": -1}, {"before": "5"}])
+def test_timeline_bounds_are_validated(mem, kwargs):
+    o = mem.mem_save("alice", "T", "C").observation
+    with pytest.raises(ValidationError):
+        mem.mem_timeline("alice", o.id, **kwargs)
+
+
+def test_session_records_carry_plain_string_status(mem):
+    mem.mem_session_start("alice")
+    closed = mem.mem_session_end("alice")
+    assert type(closed.status) is str and repr(closed.status) == "'completed'"
+
+
+def test_new_topic_save_repeating_a_recent_memory_is_a_duplicate_that_takes_the_topic(mem, clock):
+    first = mem.mem_save("alice", "T", "C").observation
+    clock.shift(timedelta(minutes=1))
+    result = mem.mem_save("alice", "T", "C", topic_key="Plan")
+    assert result.action == "duplicate" and result.observation.id == first.id
+    assert result.observation.topic_key == "plan" and result.observation.duplicate_count == 2
+    assert mem.mem_save("alice", "T2", "C2", topic_key="plan").action == "revised"
+
+
+def test_repeat_under_another_topic_stays_a_duplicate_of_the_first_topic(mem, clock):
+    first = mem.mem_save("alice", "T", "C", topic_key="a").observation
+    result = mem.mem_save("alice", "T", "C", topic_key="b")
+    assert result.action == "duplicate" and result.observation.id == first.id
+    assert result.observation.topic_key == "a"

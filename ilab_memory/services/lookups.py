@@ -45,10 +45,10 @@ def live_observation_by_topic(user_id: str, topic_key: str, *, using: str) -> Ob
 
 
 def recent_duplicate(user_id: str, digest: str, since: datetime, *, using: str) -> Observation | None:
-    """The newest live, topic-less observation with this dedupe hash created at or after ``since``."""
+    """The newest live observation with this dedupe hash created at or after ``since``."""
     sql = (
         f"{_select(Observation)} WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s"
-        " AND deleted_at IS NULL AND topic_key IS NULL ORDER BY created_at DESC LIMIT 1"
+        " AND deleted_at IS NULL ORDER BY created_at DESC LIMIT 1"
     )
     return _first(Observation, sql, [user_id, digest, _datetime_param(since, using=using)], using=using)
 

@@ -132,13 +132,16 @@ def observation_save(
                 observation.dedupe_hash = digest
                 observation.revision_count += 1
                 observation.updated_at = now
-        else:
-            # A save that names a new topic_key is a new memory, never a duplicate of another.
+        if observation is None:
             window_start = now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES)
             observation = lookups.recent_duplicate(user_id, digest, window_start, using=using)
             if observation is not None:
                 action = DUPLICATE
                 observation.duplicate_count += 1
+                if observation.topic_key is None:
+                    # The repeat names a topic the first save lacked (no live row holds it, or
+                    # step 3 would have revised): keep it, so the next save revises this row.
+                    observation.topic_key = values["topic_key"]
         if observation is None:
             observation = Observation(
                 user_id=user_id,
@@ -241,6 +244,9 @@ def observation_delete(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    if not isinstance(hard, bool):
+        # "false" is truthy: guessing here could erase what the caller meant to keep.
+        raise ValidationError("hard", "must be true or false.", code="invalid_type")
     pk = selectors.parse_uuid(observation_id, ObservationNotFound)
 
     def run():
