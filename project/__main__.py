@@ -25,7 +25,14 @@ def ensure_environment() -> None:
         return
     if not PYTHON.exists():
         print("Creating .venv …", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
+        try:
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        except (subprocess.CalledProcessError, OSError) as error:
+            # Debian and Ubuntu ship venv/ensurepip separately from python3 itself.
+            sys.exit(
+                f"Could not create .venv ({error}). Install Python's venv support "
+                "(on Debian/Ubuntu: apt-get install python3-venv), delete .venv and run again."
+            )
     print("Installing requirements.txt into .venv …", flush=True)
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "-r", str(requirements)], check=True, cwd=ROOT)
