@@ -129,16 +129,19 @@ class Floor:
             return self.context_reads(user_id)
         return self._transaction(work)
 
+    def _insert_session(self, user_id: str, now) -> None:
+        self._run(
+            f"INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, "
+            "redacted_blocks) VALUES (%s, %s, 'active', %s, %s, %s, 0)",
+            (self._id(uuid.uuid4()), user_id, now, now, False),
+        )
+
     def start_new(self, user_id: str):
         now = self._at(self.now())
 
         def work():
             self.active_session(user_id)
-            self._run(
-                f"INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, "
-                "redacted_blocks) VALUES (%s, %s, 'active', %s, %s, %s, 0)",
-                (self._id(uuid.uuid4()), user_id, now, now, False),
-            )
+            self._insert_session(user_id, now)
             return self.context_reads(user_id)
         return self._transaction(work)
 
@@ -159,11 +162,7 @@ class Floor:
                 "WHERE id = %s",
                 (self._at(moment - timedelta(hours=1)), summary, True, session_id),
             )
-            self._run(
-                f"INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, "
-                "redacted_blocks) VALUES (%s, %s, 'active', %s, %s, %s, 0)",
-                (self._id(uuid.uuid4()), user_id, now, now, False),
-            )
+            self._insert_session(user_id, now)
             return self.context_reads(user_id)
         return self._transaction(work)
 
