@@ -23,6 +23,15 @@ def write_history(mem, user_id: str, marker: str) -> None:
     mem.mem_save(user_id, f"open {marker}", f"in the open session {marker}")
 
 
+def two_histories(mem) -> tuple[str, str, str, str]:
+    """Alice and Bob, each with a full history carrying a marker of their own."""
+    alice, bob = f"alice-{secrets.token_hex(6)}", f"bob-{secrets.token_hex(6)}"
+    alice_marker, bob_marker = f"Zq{secrets.token_hex(8)}", f"Bq{secrets.token_hex(8)}"
+    write_history(mem, alice, alice_marker)
+    write_history(mem, bob, bob_marker)
+    return alice, alice_marker, bob, bob_marker
+
+
 def traces(user_id: str, marker: str) -> list[bytes]:
     """The forms the user's data could take in storage: text, its index token, the hex owner."""
     return [marker.encode(), marker.lower().encode(), user_id.encode(), user_id.encode().hex().upper().encode()]
@@ -30,10 +39,7 @@ def traces(user_id: str, marker: str) -> list[bytes]:
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="reads the SQLite file itself")
 def test_forgotten_user_is_in_no_byte_of_the_sqlite_file_or_its_wal(tmem):
-    alice, bob = f"alice-{secrets.token_hex(6)}", f"bob-{secrets.token_hex(6)}"
-    alice_marker, bob_marker = f"Zq{secrets.token_hex(8)}", f"Bq{secrets.token_hex(8)}"
-    write_history(tmem, alice, alice_marker)
-    write_history(tmem, bob, bob_marker)
+    alice, alice_marker, bob, bob_marker = two_histories(tmem)
     path = connection.settings_dict["NAME"]
     with open(path, "rb") as handle, open(path + "-wal", "rb") as wal:
         assert alice_marker.encode() in handle.read() + wal.read()  # the check can see it
@@ -55,10 +61,7 @@ def test_forgotten_user_is_in_no_byte_of_the_sqlite_file_or_its_wal(tmem):
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="dumps PostgreSQL tables")
 def test_forgotten_user_is_in_no_row_of_any_postgresql_table(tmem):
-    alice, bob = f"alice-{secrets.token_hex(6)}", f"bob-{secrets.token_hex(6)}"
-    alice_marker, bob_marker = f"Zq{secrets.token_hex(8)}", f"Bq{secrets.token_hex(8)}"
-    write_history(tmem, alice, alice_marker)
-    write_history(tmem, bob, bob_marker)
+    alice, alice_marker, bob, bob_marker = two_histories(tmem)
 
     def dump() -> str:
         rows = []

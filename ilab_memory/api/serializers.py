@@ -150,8 +150,9 @@ class SaveResultSerializer(serializers.Serializer):
     observation = ObservationRecordSerializer()
 
 
-class SessionSummaryCompactSerializer(serializers.Serializer):
-    session_id = serializers.UUIDField()
+class _SessionSummaryFields(serializers.Serializer):
+    """What both session shapes say about a session's span and summary."""
+
     started_at = serializers.DateTimeField()
     ended_at = serializers.DateTimeField(allow_null=True)
     summary = serializers.CharField(allow_null=True)
@@ -159,16 +160,15 @@ class SessionSummaryCompactSerializer(serializers.Serializer):
     observation_count = serializers.IntegerField(min_value=0)
 
 
-class SessionRecordSerializer(serializers.Serializer):
+class SessionSummaryCompactSerializer(_SessionSummaryFields):
+    session_id = serializers.UUIDField()
+
+
+class SessionRecordSerializer(_SessionSummaryFields):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
     status = serializers.ChoiceField(choices=["active", "completed"])
-    started_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
-    ended_at = serializers.DateTimeField(allow_null=True)
-    summary = serializers.CharField(allow_null=True)
-    is_auto_generated = serializers.BooleanField()
-    observation_count = serializers.IntegerField(min_value=0)
 
 
 class SessionStartSerializer(serializers.Serializer):
