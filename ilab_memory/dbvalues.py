@@ -1,7 +1,9 @@
-"""Raw driver values turned into what the ORM would return, for the fixed-SQL read paths."""
+"""Values in and out of the fixed-SQL hot paths, converted exactly as the ORM would."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from datetime import datetime, timezone as dt_timezone
 
 from django.conf import settings
@@ -10,18 +12,66 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 
-def db_datetime(value, *, using: str) -> datetime | None:
-    """A raw timestamp column as the ORM would return it: aware UTC with USE_TZ, naive without.
+class DbValues:
+    """Parameters for, and raw driver values from, one connection.
 
-    SQLite hands back the stored text, naive in the connection's time zone (UTC unless the
-    database sets ``TIME_ZONE``); PostgreSQL hands back an aware datetime.
+    Built once per call: the per-connection facts (native UUIDs, the connection's time zone)
+    are read here, so converting each row costs a method call, not a settings lookup.
     """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if not settings.USE_TZ:
-        return timezone.make_naive(value) if timezone.is_aware(value) else value
-    if timezone.is_naive(value):
-        value = value.replace(tzinfo=connections[using].timezone)
+
+    def __init__(self, using: str):
+        self.connection = connection = connections[using]
+        self._native_uuid = connection.features.has_native_uuid_field
+        self._use_tz = settings.USE_TZ
+        # Naive values from the driver are in the connection's zone (SQLite with TIME_ZONE).
+        self._zone = connection.timezone if self._use_tz else None
+
+    # -- parameters ------------------------------------------------------------------------
+
+    def uuid_param(self, value: uuid.UUID):
+        # SQLite stores UUIDs as 32 hex digits, PostgreSQL natively.
+        return value if self._native_uuid else value.hex
+
+    def datetime_param(self, value: datetime):
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    def json_param(self, value):
+        return self.connection.ops.adapt_json_value(value, None)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def datetime(self, value) -> datetime | None:
+        """A timestamp column: aware with USE_TZ (in the connection's zone), naive without."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                value = parse_datetime(value)
+        if not self._use_tz:
+            return timezone.make_naive(value) if value.tzinfo is not None else value
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=self._zone)
+        return value
+
+    @staticmethod
+    def uuid(value) -> uuid.UUID:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+    def uuid_text(self, value) -> str:
+        """A UUID column as its canonical string."""
+        return str(self.uuid(value))
+
+    @staticmethod
+    def json(value):
+        # Django reads jsonb as text on PostgreSQL too, and decodes it itself.
+        return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def db_datetime(value, *, using: str) -> datetime | None:
+    """A raw timestamp column as the ORM would return it, in UTC (naive without USE_TZ)."""
+    value = DbValues(using).datetime(value)
+    if value is None or value.tzinfo is None:
+        return value
     return value.astimezone(dt_timezone.utc)

@@ -74,6 +74,29 @@ def observation_record(observation) -> ObservationRecord:
     )
 
 
+def observation_record_from_row(row: tuple, values) -> ObservationRecord:
+    """From a row of ``statements.RECORD_COLUMNS``, converted by a ``DbValues``."""
+    (id_, user_id, session_id, type_, title, content, topic_key, metadata, revision_count,
+     duplicate_count, redacted_blocks, created_at, updated_at, last_seen_at, deleted_at) = row
+    return ObservationRecord(
+        id=values.uuid_text(id_),
+        user_id=user_id,
+        session_id=values.uuid_text(session_id),
+        type=type_,
+        title=title,
+        content=content,
+        topic_key=topic_key,
+        metadata=values.json(metadata),
+        revision_count=revision_count,
+        duplicate_count=duplicate_count,
+        redacted_blocks=redacted_blocks,
+        created_at=iso(values.datetime(created_at)),
+        updated_at=iso(values.datetime(updated_at)),
+        last_seen_at=iso(values.datetime(last_seen_at)),
+        deleted_at=iso(values.datetime(deleted_at)),
+    )
+
+
 def observation_compact(row: dict, *, preview_chars: int, score=None) -> ObservationCompact:
     """From a ``values()`` row holding ``content_head`` (the first preview_chars+1 characters)."""
     return ObservationCompact(

@@ -1,25 +1,26 @@
 """Reads, each scoped by user_id and composed from the queryset methods of ``models``.
 
-The two reads every session start makes (``sessions_context``, ``context_memories``) use fixed
-SQL instead: measured, building their ORM queries cost more than running them.
+The two reads every session start makes (``sessions_context``, ``context_memories``) use the
+fixed SQL of ``services.statements`` instead: measured, building their ORM queries cost more than
+running them.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from operator import itemgetter
 
-from django.db import connections
 from django.db.models import Count, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from . import records
-from .dbvalues import db_datetime
 from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, Session, SessionStatus
-from .services.scoring import context_signals
+from .services import scoring
+from .services.statements import Statements
 from .types import MemoryStats, ObservationCompact, SessionRecord, SessionSummaryCompact, Timeline
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head")
@@ -44,47 +45,20 @@ def compact_rows(queryset, *, preview_chars: int, extra: tuple[str, ...] = ()):
 
 def sessions_context(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's most recent completed sessions, newest ``ended_at`` first."""
-    # Hot path (every session start): fixed SQL, as for the context candidates below. The
-    # first query reads the ilab_mem_sess_user_ended index; the second counts live
-    # observations of only the few sessions picked.
-    sessions = _raw_rows(
-        RECENT_SESSIONS_SQL.format(table=Session._meta.db_table),
-        [user_id, SessionStatus.COMPLETED.value, max(0, limit)],
-        using=using,
-    )
-    counts = {}
-    if sessions:
-        rows = _raw_rows(
-            SESSION_COUNTS_SQL.format(
-                table=Observation._meta.db_table, ids=", ".join(["%s"] * len(sessions))
-            ),
-            [s["id"] for s in sessions],
-            using=using,
-        )
-        counts = {row["session_id"]: row["n"] for row in rows}
+    statements = Statements(using)
+    values = statements.values
     return [
         SessionSummaryCompact(
-            session_id=str(_as_uuid(s["id"])),
-            started_at=records.iso(db_datetime(s["started_at"], using=using)),
-            ended_at=records.iso(db_datetime(s["ended_at"], using=using)),
-            summary=s["summary"],
-            is_auto_generated=bool(s["is_auto_generated"]),
-            observation_count=counts.get(s["id"], 0),
+            session_id=values.uuid_text(session_id),
+            started_at=records.iso(values.datetime(started_at)),
+            ended_at=records.iso(values.datetime(ended_at)),
+            summary=summary,
+            is_auto_generated=bool(is_auto_generated),
+            observation_count=count,
         )
-        for s in sessions
+        for session_id, started_at, ended_at, summary, is_auto_generated, count
+        in statements.recent_sessions(user_id, max(0, limit))
     ]
-
-
-RECENT_SESSIONS_SQL = """
-    SELECT id, started_at, ended_at, summary, is_auto_generated
-    FROM {table}
-    WHERE user_id = %s AND status = %s
-    ORDER BY ended_at DESC, id DESC
-    LIMIT %s"""
-SESSION_COUNTS_SQL = """
-    SELECT session_id, count(*) AS n FROM {table}
-    WHERE deleted_at IS NULL AND session_id IN ({ids})
-    GROUP BY session_id"""
 
 
 def _observation_counts(session_ids, *, using: str) -> dict:
@@ -111,64 +85,48 @@ def context_memories(
     """The user's live observations ranked by ContextScore over the newest candidates."""
     config = config or get_config()
     now = now or timezone.now()
-    # Hot path (every session start). Building the query with the ORM, its per-row converters
-    # (UUIDs, datetimes) and a ContextScore per candidate each cost more than the query itself
-    # (benchmarks/perf.py). So: fixed SQL read through the ilab_mem_obs_user_updated index, rows
-    # ranked by the bare value, and only the ``limit`` winners converted.
-    rows = _raw_rows(
-        CANDIDATES_SQL.format(table=Observation._meta.db_table),
-        [config.PREVIEW_CHARS + 1, user_id, config.CONTEXT_CANDIDATES],
-        using=using,
+    statements = Statements(using)
+    values = statements.values
+    rows = statements.context_candidates(
+        user_id, head_chars=config.PREVIEW_CHARS + 1, limit=config.CONTEXT_CANDIDATES
     )
+    # Hot path (every session start): rank the candidates by the bare score value and give
+    # only the ``limit`` winners a full ContextScore and converted fields (benchmarks/perf.py).
     weights = config.TYPE_WEIGHTS
     ranked = []
     for row in rows:
-        row["updated_at"] = db_datetime(row["updated_at"], using=using)
-        signals = context_signals(
-            now=now,
-            updated_at=row["updated_at"],
-            type=row["type"],
-            revision_count=row["revision_count"],
-            duplicate_count=row["duplicate_count"],
-            type_weights=weights,
+        updated_at = values.datetime(row[5])
+        value = scoring.context_value(
+            hours=scoring.hours_between(updated_at, now),
+            type_weight=float(weights.get(row[1], 1.0)),
+            extra=scoring.reinforcing_uses(row[7], row[8]),
         )
-        ranked.append((signals.value, row["updated_at"], _uuid_hex(row["id"]), signals, row))
-    # Deterministic: score, then newest update, then id (hex orders like the UUID string).
-    ranked.sort(key=lambda item: item[:3], reverse=True)
+        # Deterministic: score, then newest update, then id (hex orders like the UUID string).
+        ranked.append((value, updated_at, _uuid_hex(row[0]), row))
+    ranked.sort(key=itemgetter(0, 1, 2), reverse=True)
     memories = []
-    for _, _, _, signals, row in ranked[: max(0, limit)]:
-        row["id"], row["session_id"] = _as_uuid(row["id"]), _as_uuid(row["session_id"])
-        memories.append(
-            records.observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=signals.score())
+    for _, updated_at, _, row in ranked[: max(0, limit)]:
+        observation_id, type_, title, topic_key, session_id, _, content_head, revisions, duplicates = row
+        signals = scoring.context_signals(
+            now=now, updated_at=updated_at, type=type_, revision_count=revisions,
+            duplicate_count=duplicates, type_weights=weights,
         )
+        memories.append(ObservationCompact(
+            id=values.uuid_text(observation_id),
+            type=type_,
+            title=title,
+            preview=records.preview(content_head, config.PREVIEW_CHARS),
+            topic_key=topic_key,
+            session_id=values.uuid_text(session_id),
+            updated_at=records.iso(updated_at),
+            score=signals.score(),
+        ))
     return memories
-
-
-# A user's newest live observations: the ContextScore candidates, as compact rows.
-CANDIDATES_SQL = """
-    SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s) AS content_head,
-           revision_count, duplicate_count
-    FROM {table}
-    WHERE user_id = %s AND deleted_at IS NULL
-    ORDER BY updated_at DESC, id DESC
-    LIMIT %s"""
-
-
-def _raw_rows(sql: str, params: list, *, using: str) -> list[dict]:
-    """Rows as dicts, as the driver returns them (no field converters)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _uuid_hex(value) -> str:
     # SQLite stores UUIDs as 32 hex digits; PostgreSQL hands back uuid.UUID.
     return value.hex if isinstance(value, uuid.UUID) else value
-
-
-def _as_uuid(value) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
 
 
 def observation_get(*, user_id: str, observation_id, using: str = "default") -> Observation:

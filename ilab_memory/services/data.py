@@ -488,7 +488,11 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
             cursor.execute("PRAGMA secure_delete = ON")
 
     def run():
-        _lock_user(user_id, using=using)  # a concurrent write of this user finishes first, or waits
+        _lock_user(user_id, using=using)  # a writer opening a session for this user waits
+        # A writer on the fast path holds its session's row lock instead (statements.py): lock
+        # every session row, so one in flight commits first (the deletes below then see its
+        # rows) and the next one waits, then finds no session and opens one after the erasure.
+        list(Session.objects.using(using).select_for_update().for_user(user_id).values_list("pk", flat=True))
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]

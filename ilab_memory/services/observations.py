@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -24,10 +25,10 @@ from ..validation import (
     normalize_content,
     normalize_topic_key,
 )
-from . import lookups
 from .privacy import redact, redact_json
-from .sessions import resolve_active_session, touch
-from .transactions import atomic_with_retry
+from .sessions import claim_active_session
+from .statements import Statements
+from .transactions import RaceLost, atomic_with_retry
 
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
@@ -119,48 +120,38 @@ def observation_save(
 
     def run():
         now = timezone.now()
-        session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
-        action = CREATED
-        observation = None
+        statements = Statements(using)
+        session_id, _ = claim_active_session(statements, user_id, now=now, config=config, using=using)
+        blocks = fields.redacted_blocks
         if values["topic_key"] is not None:
-            observation = lookups.live_observation_by_topic(user_id, values["topic_key"], using=using)
-            if observation is not None:
-                action = REVISED
-                _keep_revision(observation, now=now, using=using)
-                for name in ("type", "title", "content", "metadata"):
-                    setattr(observation, name, values[name])
-                observation.dedupe_hash = digest
-                observation.revision_count += 1
-                observation.updated_at = now
-        if observation is None:
-            window_start = now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES)
-            observation = lookups.recent_duplicate(user_id, digest, window_start, using=using)
-            if observation is not None:
-                action = DUPLICATE
-                observation.duplicate_count += 1
-                if observation.topic_key is None:
-                    # The repeat names a topic the first save lacked (no live row holds it, or
-                    # step 3 would have revised): keep it, so the next save revises this row.
-                    observation.topic_key = values["topic_key"]
-        if observation is None:
-            observation = Observation(
-                user_id=user_id,
-                session=session,
-                dedupe_hash=digest,
-                redacted_blocks=fields.redacted_blocks,
-                created_at=now,
-                updated_at=now,
-                last_seen_at=now,
-                **values,
-            )
-            observation.save(using=using, force_insert=True)
-        else:
-            observation.session = session  # Braess #4: the session that last wrote it
-            observation.last_seen_at = now
-            observation.redacted_blocks += fields.redacted_blocks
-            observation.save(using=using)
-        touch(session, now=now, using=using)
-        return SaveResult(action=action, observation=records.observation_record(observation))
+            observation_id = statements.live_by_topic(user_id, values["topic_key"])
+            if observation_id is not None:
+                row = statements.revise(
+                    observation_id, user_id=user_id, fields=values, digest=digest, blocks=blocks,
+                    session_id=session_id, now=now,
+                )
+                if row is None:  # soft-deleted by a concurrent writer after the lookup
+                    raise RaceLost("the observation to revise was deleted meanwhile")
+                return SaveResult(action=REVISED, observation=records.observation_record_from_row(row, statements.values))
+        row = statements.count_duplicate(
+            user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
+            topic_key=values["topic_key"], blocks=blocks, session_id=session_id, now=now,
+        )
+        if row is not None:
+            return SaveResult(action=DUPLICATE, observation=records.observation_record_from_row(row, statements.values))
+        observation_id = uuid.uuid4()
+        statements.insert_observation(
+            observation_id=observation_id, user_id=user_id, session_id=session_id, fields=values,
+            digest=digest, blocks=blocks, now=now,
+        )
+        stamp = records.iso(now)
+        return SaveResult(action=CREATED, observation=ObservationRecord(
+            id=str(observation_id), user_id=user_id, session_id=statements.values.uuid_text(session_id),
+            type=values["type"], title=values["title"], content=values["content"],
+            topic_key=values["topic_key"], metadata=values["metadata"], revision_count=1,
+            duplicate_count=1, redacted_blocks=blocks, created_at=stamp, updated_at=stamp,
+            last_seen_at=stamp, deleted_at=None,
+        ))
 
     return atomic_with_retry(run, using=using)
 
@@ -201,7 +192,8 @@ def observation_update(
         now = timezone.now()
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too.
-        session, _ = resolve_active_session(user_id, now=now, config=config, using=using)
+        statements = Statements(using)
+        session_id, _ = claim_active_session(statements, user_id, now=now, config=config, using=using)
         pk = selectors.parse_uuid(observation_id, ObservationNotFound)
         observation = (
             Observation.objects.using(using).select_for_update().for_user(user_id).live().filter(pk=pk).first()
@@ -225,10 +217,9 @@ def observation_update(
         )
         observation.revision_count += 1
         observation.redacted_blocks += fields.redacted_blocks
-        observation.session = session
+        observation.session_id = statements.values.uuid(session_id)
         observation.updated_at = observation.last_seen_at = now
         observation.save(using=using)
-        touch(session, now=now, using=using)
         return records.observation_record(observation)
 
     return atomic_with_retry(run, using=using)

@@ -43,6 +43,23 @@ class ContextSignals(NamedTuple):
         )
 
 
+def hours_between(updated_at: datetime, now: datetime) -> float:
+    return max(0.0, (now - updated_at).total_seconds() / 3600)
+
+
+def reinforcing_uses(revision_count: int, duplicate_count: int) -> int:
+    return max(0, revision_count - 1) + max(0, duplicate_count - 1)
+
+
+def reinforcement(extra: int) -> float:
+    return 1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF)
+
+
+def context_value(*, hours: float, type_weight: float, extra: int) -> float:
+    """``ContextSignals.value`` without building the signals: ranks many candidates cheaply."""
+    return RECENCY_DECAY_PER_HOUR**hours * type_weight * reinforcement(extra)
+
+
 def context_signals(
     *,
     now: datetime,
@@ -53,13 +70,12 @@ def context_signals(
     type_weights: dict[str, float],
 ) -> ContextSignals:
     """The signals alone: rank many candidates by ``.value``, build ``.score()`` for the winners."""
-    hours = max(0.0, (now - updated_at).total_seconds() / 3600)
-    extra = max(0, revision_count - 1) + max(0, duplicate_count - 1)
+    hours = hours_between(updated_at, now)
     return ContextSignals(
         hours=hours,
         recency=RECENCY_DECAY_PER_HOUR**hours,
         type_weight=float(type_weights.get(type, 1.0)),
-        reinforcement=1 + REINFORCEMENT_CAP * extra / (extra + REINFORCEMENT_HALF),
+        reinforcement=reinforcement(reinforcing_uses(revision_count, duplicate_count)),
     )
 
 

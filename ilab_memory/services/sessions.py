@@ -14,8 +14,8 @@ from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus
 from ..types import SessionRecord, SessionStartResponse
 from ..validation import check_length, check_text, clean_user_id
-from . import lookups
 from .privacy import redact
+from .statements import Statements
 from .transactions import atomic_with_retry
 
 
@@ -23,7 +23,7 @@ def _locked_active_session(user_id: str, *, using: str) -> Session | None:
     # FOR UPDATE serializes a user's writers on PostgreSQL; on SQLite the IMMEDIATE
     # transaction already holds the write lock and Django omits the clause.
     _lock_user(user_id, using=using)
-    return lookups.active_session(user_id, using=using, for_update=True)
+    return Session.objects.using(using).select_for_update().for_user(user_id).active().first()
 
 
 def _lock_user(user_id: str, *, using: str) -> None:
@@ -98,7 +98,24 @@ def touch(session: Session, *, now: datetime, using: str) -> None:
     """Advance last_activity_at (a write or a start inside the window keeps the session alive)."""
     if session.last_activity_at != now:
         session.last_activity_at = now
-        lookups.set_last_activity(session, now, using=using)
+        Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
+
+
+def claim_active_session(statements: Statements, user_id: str, *, now: datetime, config: Config, using: str):
+    """The user's active session, alive until ``now``: (its id as a query parameter, is_new).
+
+    Must run inside a transaction. The common case, a live session, is one statement that finds
+    it and bumps it (SPEC §3 steps 2 and 6 at once: same result in the same transaction). No
+    live session (none, or expired) goes through ``resolve_active_session``.
+    """
+    live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+    session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
+    if session_id is not None:
+        return session_id, False
+    session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
+    if not is_new:  # opened by a concurrent writer after the bump looked
+        touch(session, now=now, using=using)
+    return statements.values.uuid_param(session.pk), is_new
 
 
 def session_start(*, user_id: str, config: Config | None = None, using: str = "default") -> SessionStartResponse:
@@ -108,11 +125,10 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
 
     def run():
         now = timezone.now()
-        session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
-        if not is_new:
-            touch(session, now=now, using=using)
+        statements = Statements(using)
+        session_id, is_new = claim_active_session(statements, user_id, now=now, config=config, using=using)
         return SessionStartResponse(
-            session_id=str(session.id),
+            session_id=statements.values.uuid_text(session_id),
             is_new=is_new,
             sessions_context=selectors.sessions_context(
                 user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using

@@ -1,0 +1,159 @@
+"""The fixed SQL of the hot paths (start, save, context), in the fewest statements.
+
+Measured (benchmarks/perf.py, cProfile): building an ORM query and its model instances cost
+several times running the SQL, and an agent calls these on every turn. So the common case runs
+these statements on the connection's cursor, with plain values in and out (``DbValues``
+converts them as the ORM would). Anything unusual (no live session, an expired one) goes back
+to the ORM code in ``sessions``; every statement here is scoped by ``user_id``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from ..dbvalues import DbValues
+from ..models import Observation, ObservationRevision, Session, SessionStatus
+
+OBS = Observation._meta.db_table
+SESSION = Session._meta.db_table
+REVISION = ObservationRevision._meta.db_table
+ACTIVE, COMPLETED = SessionStatus.ACTIVE.value, SessionStatus.COMPLETED.value
+
+# Every column of an ObservationRecord, in the order ``records.observation_record_from_row`` reads.
+RECORD_COLUMNS = (
+    "id, user_id, session_id, type, title, content, topic_key, metadata, revision_count, "
+    "duplicate_count, redacted_blocks, created_at, updated_at, last_seen_at, deleted_at"
+)
+
+# Finding the live session and keeping it alive is one statement: the UPDATE also takes the
+# session's row lock, which queues the user's writers on PostgreSQL (SQLite's IMMEDIATE
+# transaction already holds the write lock). No row: none, or expired (the ORM path decides).
+BUMP_LIVE_SESSION = f"""
+    UPDATE {SESSION} SET last_activity_at = %s
+    WHERE user_id = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
+    RETURNING id"""
+
+LIVE_BY_TOPIC = f"SELECT id FROM {OBS} WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL"
+
+KEEP_REVISION = f"""
+    INSERT INTO {REVISION} (observation_id, user_id, revision, session_id_at_write, type, title,
+                            content, topic_key, metadata, written_at, replaced_at)
+    SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata,
+           updated_at, %s
+    FROM {OBS} WHERE id = %s AND user_id = %s"""
+
+# ``deleted_at IS NULL`` again in the outer WHERE: PostgreSQL re-checks it after waiting for a
+# concurrent soft delete, so a deleted row is never revised or counted.
+REVISE = f"""
+    UPDATE {OBS} SET type = %s, title = %s, content = %s, metadata = %s, dedupe_hash = %s,
+        revision_count = revision_count + 1, redacted_blocks = redacted_blocks + %s,
+        session_id = %s, updated_at = %s, last_seen_at = %s
+    WHERE id = %s AND user_id = %s AND deleted_at IS NULL
+    RETURNING {RECORD_COLUMNS}"""
+
+_DUPLICATE = """
+    UPDATE {obs} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
+        session_id = %s, last_seen_at = %s{adopt_topic}
+    WHERE id = (
+        SELECT id FROM {obs}
+        WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
+        ORDER BY created_at DESC LIMIT 1
+    ) AND deleted_at IS NULL
+    RETURNING {columns}"""
+COUNT_DUPLICATE = _DUPLICATE.format(obs=OBS, adopt_topic="", columns=RECORD_COLUMNS)
+# The repeat names a topic the first save lacked (no live row holds it, or the save would have
+# revised): keep it, so the next save revises this row.
+COUNT_DUPLICATE_ADOPT_TOPIC = _DUPLICATE.format(
+    obs=OBS, adopt_topic=", topic_key = coalesce(topic_key, %s)", columns=RECORD_COLUMNS
+)
+
+INSERT_OBSERVATION = f"""
+    INSERT INTO {OBS} ({RECORD_COLUMNS}, dedupe_hash)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s, NULL, %s)"""
+
+# The newest completed sessions with their live observation counts (sessions_context).
+RECENT_SESSIONS = f"""
+    SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
+           (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL)
+    FROM {SESSION} s
+    WHERE s.user_id = %s AND s.status = '{COMPLETED}'
+    ORDER BY s.ended_at DESC, s.id DESC
+    LIMIT %s"""
+
+# A user's newest live observations (the ContextScore candidates) through ilab_mem_obs_user_updated.
+CONTEXT_CANDIDATES = f"""
+    SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s),
+           revision_count, duplicate_count
+    FROM {OBS}
+    WHERE user_id = %s AND deleted_at IS NULL
+    ORDER BY updated_at DESC, id DESC
+    LIMIT %s"""
+
+
+class Statements:
+    """The statements above on one connection; ``values`` converts what goes in and out."""
+
+    def __init__(self, using: str):
+        self.values = DbValues(using)
+        self._connection = self.values.connection
+
+    def _run(self, sql: str, params: list):
+        with self._connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    def bump_live_session(self, user_id: str, *, now: datetime, live_since: datetime):
+        """The id of the user's active session with activity at or after ``live_since``, bumped to ``now``."""
+        at = self.values.datetime_param
+        rows = self._run(BUMP_LIVE_SESSION, [at(now), user_id, at(live_since)])
+        return rows[0][0] if rows else None
+
+    def live_by_topic(self, user_id: str, topic_key: str):
+        rows = self._run(LIVE_BY_TOPIC, [user_id, topic_key])
+        return rows[0][0] if rows else None
+
+    def revise(self, observation_id, *, user_id: str, fields: dict, digest: str, blocks: int,
+               session_id, now: datetime) -> tuple | None:
+        """Copy the current version into the history, then replace it; None if it is gone."""
+        at = self.values.datetime_param(now)
+        self._run_write(KEEP_REVISION, [at, observation_id, user_id])
+        rows = self._run(REVISE, [
+            fields["type"], fields["title"], fields["content"], self.values.json_param(fields["metadata"]),
+            digest, blocks, session_id, at, at, observation_id, user_id,
+        ])
+        return rows[0] if rows else None
+
+    def count_duplicate(self, *, user_id: str, digest: str, since: datetime, topic_key: str | None,
+                        blocks: int, session_id, now: datetime) -> tuple | None:
+        """Count a repeat on the newest live twin created at or after ``since``; None if none."""
+        at = self.values.datetime_param
+        params = [blocks, session_id, at(now)]
+        sql = COUNT_DUPLICATE
+        if topic_key is not None:
+            sql = COUNT_DUPLICATE_ADOPT_TOPIC
+            params.append(topic_key)
+        rows = self._run(sql, [*params, user_id, digest, at(since)])
+        return rows[0] if rows else None
+
+    def insert_observation(self, *, observation_id: uuid.UUID, user_id: str, session_id, fields: dict,
+                           digest: str, blocks: int, now: datetime) -> None:
+        at = self.values.datetime_param(now)
+        self._run_write(INSERT_OBSERVATION, [
+            self.values.uuid_param(observation_id), user_id, session_id, fields["type"], fields["title"],
+            fields["content"], fields["topic_key"], self.values.json_param(fields["metadata"]),
+            blocks, at, at, at, digest,
+        ])
+
+    def _run_write(self, sql: str, params: list) -> None:
+        with self._connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+    def recent_sessions(self, user_id: str, limit: int) -> list[tuple]:
+        """(id, started_at, ended_at, summary, is_auto_generated, live observation count) rows."""
+        return self._run(RECENT_SESSIONS, [user_id, limit])
+
+    def context_candidates(self, user_id: str, *, head_chars: int, limit: int) -> list[tuple]:
+        """(id, type, title, topic_key, session_id, updated_at, content head, revision_count,
+        duplicate_count) rows, newest update first."""
+        return self._run(CONTEXT_CANDIDATES, [head_chars, user_id, limit])
