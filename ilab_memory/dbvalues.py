@@ -25,6 +25,10 @@ class DbValues:
         self._use_tz = settings.USE_TZ
         # Naive values from the driver are in the connection's zone (SQLite with TIME_ZONE).
         self._zone = connection.timezone if self._use_tz else None
+        # Stored times are absolute instants: aware columns, or naive ones kept in UTC.
+        self.absolute_times = self._use_tz and (
+            connection.features.supports_timezones or str(self._zone) in ("UTC", "Etc/UTC")
+        )
 
     # -- parameters ------------------------------------------------------------------------
 

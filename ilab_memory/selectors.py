@@ -87,26 +87,19 @@ def context_memories(
     now = now or timezone.now()
     statements = Statements(using)
     values = statements.values
-    rows = statements.context_candidates(
-        user_id, head_chars=config.PREVIEW_CHARS + 1, limit=config.CONTEXT_CANDIDATES
-    )
-    # Hot path (every session start): rank the candidates by the bare score value and give
-    # only the ``limit`` winners a full ContextScore and converted fields (benchmarks/perf.py).
     weights = config.TYPE_WEIGHTS
-    ranked = []
-    for row in rows:
-        updated_at = values.datetime(row[5])
-        value = scoring.context_value(
-            hours=scoring.hours_between(updated_at, now),
-            type_weight=float(weights.get(row[1], 1.0)),
-            extra=scoring.reinforcing_uses(row[7], row[8]),
+    if statements.ranks_context_in_sql:
+        # Hot path (every session start): the database ranks, only the winners come back.
+        rows = statements.ranked_context(
+            user_id, now=now, type_weights=weights, head_chars=config.PREVIEW_CHARS + 1,
+            candidates=config.CONTEXT_CANDIDATES, limit=max(0, limit),
         )
-        # Deterministic: score, then newest update, then id (hex orders like the UUID string).
-        ranked.append((value, updated_at, _uuid_hex(row[0]), row))
-    ranked.sort(key=itemgetter(0, 1, 2), reverse=True)
+        winners = [(values.datetime(row[5]), row) for row in rows]
+    else:
+        winners = _ranked_in_python(statements, user_id, now=now, limit=limit, config=config)
     memories = []
-    for _, updated_at, _, row in ranked[: max(0, limit)]:
-        observation_id, type_, title, topic_key, session_id, _, content_head, revisions, duplicates = row
+    for updated_at, row in winners:
+        observation_id, type_, title, topic_key, session_id, _, content_head, revisions, duplicates = row[:9]
         signals = scoring.context_signals(
             now=now, updated_at=updated_at, type=type_, revision_count=revisions,
             duplicate_count=duplicates, type_weights=weights,
@@ -122,6 +115,26 @@ def context_memories(
             score=signals.score(),
         ))
     return memories
+
+
+def _ranked_in_python(statements: Statements, user_id: str, *, now: datetime, limit: int, config: Config):
+    """The same ranking over the candidate rows, for databases that store local times."""
+    values = statements.values
+    weights = config.TYPE_WEIGHTS
+    ranked = []
+    for row in statements.context_candidates(
+        user_id, head_chars=config.PREVIEW_CHARS + 1, limit=config.CONTEXT_CANDIDATES
+    ):
+        updated_at = values.datetime(row[5])
+        value = scoring.context_value(
+            hours=scoring.hours_between(updated_at, now),
+            type_weight=float(weights.get(row[1], 1.0)),
+            extra=scoring.reinforcing_uses(row[7], row[8]),
+        )
+        # Deterministic: score, then newest update, then id (hex orders like the UUID string).
+        ranked.append((value, updated_at, _uuid_hex(row[0]), row))
+    ranked.sort(key=itemgetter(0, 1, 2), reverse=True)
+    return [(updated_at, row) for _, updated_at, _, row in ranked[: max(0, limit)]]
 
 
 def _uuid_hex(value) -> str:

@@ -60,6 +60,38 @@ def context_value(*, hours: float, type_weight: float, extra: int) -> float:
     return RECENCY_DECAY_PER_HOUR**hours * type_weight * reinforcement(extra)
 
 
+# ContextScore in SQL, for ranking the candidates in the database. It must give the same float
+# as ``context_value`` bit for bit, so it repeats its IEEE steps in order: the microseconds since
+# the update (exact integers) become hours as total_seconds() / 3600 does, then pow, then the
+# products left to right. Every constant is a double-precision parameter (PostgreSQL would
+# otherwise compute ``0.5 * n`` in exact numeric). tests/test_context_sql.py holds it to that.
+_DOUBLE = "CAST(%s AS double precision)"
+
+
+def context_value_sql(*, epoch_micros: str, greatest: str, weighted_types: int) -> str:
+    """The SQL expression of ``context_value`` over an observation row.
+
+    ``epoch_micros`` is the SQL of the row's updated_at in microseconds since the epoch,
+    ``greatest`` the two-argument maximum (``max`` on SQLite, ``greatest`` on PostgreSQL).
+    Parameters, in order: ``context_value_params``.
+    """
+    hours = (
+        f"{greatest}(CAST(0 AS double precision), "
+        f"(CAST(%s - {epoch_micros} AS double precision) / CAST(1000000 AS double precision))"
+        " / CAST(3600 AS double precision))"
+    )
+    weight = "".join(f" WHEN %s THEN {_DOUBLE}" for _ in range(weighted_types))
+    weight = f"(CASE type{weight} ELSE CAST(1 AS double precision) END)" if weighted_types else "CAST(1 AS double precision)"
+    extra = f"({greatest}(0, revision_count - 1) + {greatest}(0, duplicate_count - 1))"
+    reinforcement = f"(1 + {_DOUBLE} * {extra} / ({extra} + %s))"
+    return f"(power({_DOUBLE}, {hours}) * {weight} * {reinforcement})"
+
+
+def context_value_params(*, now_epoch_micros: int, type_weights: dict[str, float]) -> list:
+    weights = [value for name, weight in type_weights.items() for value in (name, float(weight))]
+    return [RECENCY_DECAY_PER_HOUR, now_epoch_micros, *weights, REINFORCEMENT_CAP, REINFORCEMENT_HALF]
+
+
 def context_signals(
     *,
     now: datetime,

@@ -10,10 +10,12 @@ to the ORM code in ``sessions``; every statement here is scoped by ``user_id``.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
+from functools import cache
 
 from ..dbvalues import DbValues
 from ..models import Observation, ObservationRevision, Session, SessionStatus
+from . import scoring
 
 OBS = Observation._meta.db_table
 SESSION = Session._meta.db_table
@@ -91,6 +93,41 @@ CONTEXT_CANDIDATES = f"""
     LIMIT %s"""
 
 
+# updated_at in exact microseconds since the epoch. SQLite stores Django's UTC text
+# "YYYY-MM-DD HH:MM:SS[.ffffff]"; PostgreSQL 14+ returns EXTRACT(EPOCH ...) as exact numeric.
+EPOCH_MICROS = {
+    "sqlite": "(CAST(strftime('%%s', updated_at) AS INTEGER) * 1000000"
+              " + CAST(substr(updated_at || '.000000', 21, 6) AS INTEGER))",
+    "postgresql": "(EXTRACT(EPOCH FROM updated_at) * 1000000)",
+}
+GREATEST = {"sqlite": "max", "postgresql": "greatest"}
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@cache
+def ranked_context_sql(vendor: str, weighted_types: int) -> str:
+    """The newest candidates ranked by ContextScore in the database: only the winners come back.
+
+    Same order as ranking in Python: score, then newest update, then id (the 32 hex digits on
+    SQLite sort like the UUID bytes on PostgreSQL).
+    """
+    score = scoring.context_value_sql(
+        epoch_micros=EPOCH_MICROS[vendor], greatest=GREATEST[vendor], weighted_types=weighted_types
+    )
+    return f"""
+    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s),
+           o.revision_count, o.duplicate_count, c.score
+    FROM (
+        SELECT id, updated_at, {score} AS score
+        FROM {OBS}
+        WHERE user_id = %s AND deleted_at IS NULL
+        ORDER BY updated_at DESC, id DESC
+        LIMIT %s
+    ) c JOIN {OBS} o ON o.id = c.id
+    ORDER BY c.score DESC, c.updated_at DESC, c.id DESC
+    LIMIT %s"""
+
+
 class Statements:
     """The statements above on one connection; ``values`` converts what goes in and out."""
 
@@ -152,6 +189,23 @@ class Statements:
     def recent_sessions(self, user_id: str, limit: int) -> list[tuple]:
         """(id, started_at, ended_at, summary, is_auto_generated, live observation count) rows."""
         return self._run(RECENT_SESSIONS, [user_id, limit])
+
+    @property
+    def ranks_context_in_sql(self) -> bool:
+        """Whether the database can rank: it reads stored times as absolute UTC instants.
+
+        Not when USE_TZ is off, or SQLite stores local times (a database TIME_ZONE): there the
+        hours since an update depend on the zone's rules, and Python ranks instead.
+        """
+        return self.values.absolute_times and self._connection.vendor in EPOCH_MICROS
+
+    def ranked_context(self, user_id: str, *, now: datetime, type_weights: dict[str, float],
+                       head_chars: int, candidates: int, limit: int) -> list[tuple]:
+        """The ``limit`` best of the newest ``candidates``: candidate columns plus the score."""
+        sql = ranked_context_sql(self._connection.vendor, len(type_weights))
+        now_micros = (now - EPOCH) // timedelta(microseconds=1)
+        params = scoring.context_value_params(now_epoch_micros=now_micros, type_weights=type_weights)
+        return self._run(sql, [head_chars, *params, user_id, candidates, limit])
 
     def context_candidates(self, user_id: str, *, head_chars: int, limit: int) -> list[tuple]:
         """(id, type, title, topic_key, session_id, updated_at, content head, revision_count,
