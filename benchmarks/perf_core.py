@@ -31,7 +31,8 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
         users = [(name, size) for size in sizes for name in (history_user(size), floor_user(size))]
         writer.add_users(users, label="histories")
     config = get_config()
-    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=config.CONTEXT_CANDIDATES)
+    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=config.CONTEXT_CANDIDATES,
+                  context_memories=config.CONTEXT_MEMORIES, type_weights=config.TYPE_WEIGHTS)
     body = writer.corpus.sentences
     results: list[dict] = []
 
@@ -82,17 +83,26 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
         # -- save ----------------------------------------------------------------------
         mem.mem_session_start(user)
         session_id = floor.open_session(twin)
-        floor_create = measure(
-            lambda i: floor.save_create(twin, session_id, title=f"floor {i}", content=body[i % len(body)],
-                                        digest=f"floor-{size}-{i}"),
-            iterations=n,
-        )
-        floor.save_create(twin, session_id, title="twin", content="twin", digest="twin")
-        floor_duplicate = measure(lambda i: floor.save_duplicate(twin, digest="twin"), iterations=n)
-        floor.save_create(twin, session_id, title="topic", content="v0", digest="topic", topic_key="bench")
-        floor_revise = measure(
-            lambda i: floor.save_revise(twin, topic_key="bench", content=body[i % len(body)]), iterations=n
-        )
+        floors = {}
+        for write_only in (False, True):
+            tag = f"{size}-{int(write_only)}"
+            floors["create", write_only] = measure(
+                lambda i: floor.save_create(twin, session_id, title=f"floor {tag} {i}", content=body[i % len(body)],
+                                            digest=f"floor-{tag}-{i}", write_only=write_only),
+                iterations=n,
+            )
+            floor.save_create(twin, session_id, title="twin", content="twin", digest=f"twin-{tag}")
+            floors["duplicate", write_only] = measure(
+                lambda i: floor.save_duplicate(twin, session_id, digest=f"twin-{tag}", write_only=write_only),
+                iterations=n,
+            )
+            floor.save_create(twin, session_id, title="topic", content="v0", digest=f"topic-{tag}",
+                              topic_key=f"bench-{tag}")
+            floors["revise", write_only] = measure(
+                lambda i: floor.save_revise(twin, session_id, topic_key=f"bench-{tag}", content=body[i % len(body)],
+                                            write_only=write_only),
+                iterations=n,
+            )
 
         def through_services(**kwargs):
             return observation_save(user_id=user, config=config, **kwargs)
@@ -102,14 +112,17 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
 
         for face, save in (("services", through_services), ("facade", through_facade)):
             ours = measure(lambda i: save(title=f"{face} {i}", content=body[i % len(body)]), iterations=n)
-            record(f"save create ({face})", size, ours, floor_create)
+            record(f"save create ({face})", size, ours, floors["create", False],
+                   floor_write=floors["create", True].__dict__)
             ours = measure(lambda i: save(title=f"{face} twin", content="the same words"), iterations=n)
-            record(f"save duplicate ({face})", size, ours, floor_duplicate)
+            record(f"save duplicate ({face})", size, ours, floors["duplicate", False],
+                   floor_write=floors["duplicate", True].__dict__)
             ours = measure(
                 lambda i: save(title=f"{face} topic", content=body[i % len(body)], topic_key=f"{face}-topic"),
                 iterations=n,
             )
-            record(f"save revise ({face})", size, ours, floor_revise)
+            record(f"save revise ({face})", size, ours, floors["revise", False],
+                   floor_write=floors["revise", True].__dict__)
 
         # -- context -------------------------------------------------------------------
         ours = measure(lambda i: mem.mem_context(user), iterations=n)

@@ -2,41 +2,57 @@
 
 Same process, same database file or server, same tables, indexes and search-index triggers as
 the app, so the ratio ``ours / floor`` is the cost of everything ilab_memory adds (validation,
-redaction, the ORM, building the returned values, extra statements).
+redaction, Django, building the returned values, extra statements).
+
+Each operation has two floors. The *full* floor is every statement the SPEC makes the operation
+run (a save finds and bumps the active session and looks for a duplicate before it inserts;
+a start reads the context it returns). The *write-only* floor is the bare write the issue names
+("one INSERT plus the index write"): what a store without sessions or dedupe would pay.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from ilab_memory.services import scoring
 from ilab_memory.services import search as search_index
+from ilab_memory.services import statements as ours
 
 from .perf_data import OBSERVATION_COLUMNS, _utc_naive_text
 
 OBS = search_index.OBSERVATION_TABLE
 SESSION = "ilab_memory_session"
-CANDIDATES = f"""
-    SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s), revision_count, duplicate_count
-    FROM {OBS} WHERE user_id = %s AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC LIMIT %s"""
 COMPLETED_SESSIONS = f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
            (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL)
     FROM {SESSION} s WHERE s.user_id = %s AND s.status = 'completed' ORDER BY s.ended_at DESC, s.id DESC LIMIT %s"""
+BUMP = f"""
+    UPDATE {SESSION} SET last_activity_at = %s
+    WHERE user_id = %s AND status = 'active' AND last_activity_at >= %s RETURNING id"""
+DUPLICATE = f"""
+    UPDATE {OBS} SET duplicate_count = duplicate_count + 1, last_seen_at = %s, session_id = %s
+    WHERE id = (SELECT id FROM {OBS} WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s
+                AND deleted_at IS NULL ORDER BY created_at DESC LIMIT 1)
+    RETURNING id"""
 
 
 class Floor:
     """Raw-SQL versions of start, save, context and search for one user."""
 
-    def __init__(self, raw, vendor: str, *, context_candidates: int, preview_chars: int = 300):
+    def __init__(self, raw, vendor: str, *, context_candidates: int, context_memories: int,
+                 type_weights: dict[str, float], preview_chars: int = 300):
         self.raw, self.vendor = raw, vendor
-        self.candidates = context_candidates
+        self.candidates, self.memories = context_candidates, context_memories
+        self.weights = type_weights
         self.preview = preview_chars + 1
 
     # -- plumbing ------------------------------------------------------------------------
 
     def _sql(self, sql: str) -> str:
-        return sql.replace("%s", "?") if self.vendor == "sqlite" else sql
+        # sqlite3 takes "?" and a literal "%"; psycopg takes "%s" and "%%", as Django writes them.
+        return re.sub(r"(?<!%)%s", "?", sql).replace("%%", "%") if self.vendor == "sqlite" else sql
 
     def _run(self, sql: str, params=()):
         return self.raw.execute(self._sql(sql), params)
@@ -110,22 +126,22 @@ class Floor:
         sessions = self._run(COMPLETED_SESSIONS, (user_id, 5)).fetchall()
         return sessions, self.context(user_id)
 
-    def start_write(self, user_id: str) -> None:
-        """What the brief calls the floor of a reuse: select the active session, bump it."""
-        now = self._at(self.now())
+    def bump(self, user_id: str, moment: datetime):
+        """Find the live session and bump it: one UPDATE … RETURNING (None: none live)."""
+        row = self._run(BUMP, (self._at(moment), user_id, self._at(moment - timedelta(hours=24)))).fetchone()
+        return row[0] if row else None
 
-        def work():
-            row = self.active_session(user_id)
-            self._run(f"UPDATE {SESSION} SET last_activity_at = %s WHERE id = %s", (now, row[0]))
-        self._transaction(work)
+    def start_write(self, user_id: str) -> None:
+        """The write-only floor of a reuse: find the active session and bump it."""
+        moment = self.now()
+        self._transaction(lambda: self.bump(user_id, moment))
 
     def start_reuse(self, user_id: str):
-        """Reuse plus the reads that make the same answer (5 sessions with counts, candidates)."""
-        now = self._at(self.now())
+        """Reuse plus the reads that make the same answer (5 sessions with counts, ranked memories)."""
+        moment = self.now()
 
         def work():
-            row = self.active_session(user_id)
-            self._run(f"UPDATE {SESSION} SET last_activity_at = %s WHERE id = %s", (now, row[0]))
+            self.bump(user_id, moment)
             return self.context_reads(user_id)
         return self._transaction(work)
 
@@ -140,7 +156,7 @@ class Floor:
         now = self._at(self.now())
 
         def work():
-            self.active_session(user_id)
+            self.bump(user_id, self.now())
             self._insert_session(user_id, now)
             return self.context_reads(user_id)
         return self._transaction(work)
@@ -150,6 +166,7 @@ class Floor:
         now = self._at(moment)
 
         def work():
+            self.bump(user_id, moment)
             session_id, _ = self.active_session(user_id)
             items = self._run(
                 f"SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL "
@@ -169,50 +186,67 @@ class Floor:
     # -- observations --------------------------------------------------------------------
 
     def save_create(self, user_id: str, session_id, *, title: str, content: str, digest: str,
-                    topic_key: str | None = None) -> None:
-        """One INSERT; the search-index trigger writes the index entry."""
-        now = self._at(self.now())
+                    topic_key: str | None = None, write_only: bool = False) -> None:
+        """Bump the session, look for a duplicate (none), INSERT; the trigger writes the index entry."""
+        moment = self.now()
+        now = self._at(moment)
         row = (self._id(uuid.uuid4()), user_id, session_id, "manual", title, content, topic_key, "{}", digest,
                1, 1, 0, now, now, now, None)
-        self._transaction(lambda: self._run(
-            f"INSERT INTO {OBS} ({OBSERVATION_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})", row
-        ))
-
-    def save_duplicate(self, user_id: str, *, digest: str) -> None:
-        """One UPDATE that finds the recent twin through the dedupe index and counts it."""
-        moment = self.now()
-        params = (self._at(moment), user_id, digest, self._at(moment - timedelta(minutes=15)))
-        self._transaction(lambda: self._run(
-            f"UPDATE {OBS} SET duplicate_count = duplicate_count + 1, last_seen_at = %s "
-            "WHERE user_id = %s AND dedupe_hash = %s AND deleted_at IS NULL AND topic_key IS NULL "
-            "AND created_at >= %s",
-            params,
-        ))
-
-    def save_revise(self, user_id: str, *, topic_key: str, content: str) -> None:
-        """Copy the current version to the history, then replace it (the trigger re-indexes)."""
-        now = self._at(self.now())
 
         def work():
+            if not write_only:
+                self.bump(user_id, moment)
+                self._duplicate(user_id, session_id, digest, moment)
+            self._run(f"INSERT INTO {OBS} ({OBSERVATION_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})", row)
+        self._transaction(work)
+
+    def _duplicate(self, user_id: str, session_id, digest: str, moment: datetime):
+        since = self._at(moment - timedelta(minutes=15))
+        return self._run(DUPLICATE, (self._at(moment), session_id, user_id, digest, since)).fetchone()
+
+    def save_duplicate(self, user_id: str, session_id, *, digest: str, write_only: bool = False) -> None:
+        """Bump the session, then one UPDATE that finds the recent twin through the dedupe index."""
+        moment = self.now()
+
+        def work():
+            if not write_only:
+                self.bump(user_id, moment)
+            self._duplicate(user_id, session_id, digest, moment)
+        self._transaction(work)
+
+    def save_revise(self, user_id: str, session_id, *, topic_key: str, content: str, write_only: bool = False) -> None:
+        """Bump the session, find the topic, copy it to the history, replace it (re-indexed by the trigger)."""
+        moment = self.now()
+        now = self._at(moment)
+
+        def work():
+            where = "user_id = %s AND topic_key = %s AND deleted_at IS NULL"
+            if not write_only:
+                self.bump(user_id, moment)
+                self._run(f"SELECT id FROM {OBS} WHERE {where}", (user_id, topic_key)).fetchone()
             self._run(
                 "INSERT INTO ilab_memory_observationrevision (observation_id, user_id, revision, "
                 "session_id_at_write, type, title, content, topic_key, metadata, written_at, replaced_at) "
                 f"SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata, "
-                f"updated_at, %s FROM {OBS} WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL",
+                f"updated_at, %s FROM {OBS} WHERE {where}",
                 (now, user_id, topic_key),
             )
             self._run(
                 f"UPDATE {OBS} SET content = %s, revision_count = revision_count + 1, updated_at = %s, "
-                "last_seen_at = %s WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL",
-                (content, now, now, user_id, topic_key),
-            )
+                f"last_seen_at = %s, session_id = %s WHERE {where} RETURNING id",
+                (content, now, now, session_id, user_id, topic_key),
+            ).fetchone()
         self._transaction(work)
 
     # -- reads ---------------------------------------------------------------------------
 
     def context(self, user_id: str):
-        """The candidate SELECT: the user's newest live observations through the index."""
-        return self._run(CANDIDATES, (self.preview, user_id, self.candidates)).fetchall()
+        """The newest candidates ranked by ContextScore in the database; the winners come back."""
+        moment = self.now()
+        micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
+        params = scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights)
+        sql = ours.ranked_context_sql(self.vendor, len(self.weights))
+        return self._run(sql, (self.preview, *params, user_id, self.candidates, self.memories)).fetchall()
 
     def search(self, user_id: str, word: str, limit: int = 10):
         """One engine query for one word, ranked by the engine, scoped to the user."""

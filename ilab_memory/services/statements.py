@@ -114,18 +114,23 @@ def ranked_context_sql(vendor: str, weighted_types: int) -> str:
     score = scoring.context_value_sql(
         epoch_micros=EPOCH_MICROS[vendor], greatest=GREATEST[vendor], weighted_types=weighted_types
     )
+    # Rank, cut to the winners, and only then join for their text: a join before the cut
+    # would fetch every candidate's row (both planners did, measured).
     return f"""
     SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s),
-           o.revision_count, o.duplicate_count, c.score
+           o.revision_count, o.duplicate_count, w.score
     FROM (
-        SELECT id, updated_at, {score} AS score
-        FROM {OBS}
-        WHERE user_id = %s AND deleted_at IS NULL
-        ORDER BY updated_at DESC, id DESC
+        SELECT id, updated_at, score FROM (
+            SELECT id, updated_at, {score} AS score
+            FROM {OBS}
+            WHERE user_id = %s AND deleted_at IS NULL
+            ORDER BY updated_at DESC, id DESC
+            LIMIT %s
+        ) c
+        ORDER BY score DESC, updated_at DESC, id DESC
         LIMIT %s
-    ) c JOIN {OBS} o ON o.id = c.id
-    ORDER BY c.score DESC, c.updated_at DESC, c.id DESC
-    LIMIT %s"""
+    ) w JOIN {OBS} o ON o.id = w.id
+    ORDER BY w.score DESC, w.updated_at DESC, w.id DESC"""
 
 
 class Statements:
