@@ -9,6 +9,7 @@ here and dropped on exit; the database named in the URL is only used to issue CR
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sqlite3
@@ -81,6 +82,9 @@ def create_scratch(label: str) -> Scratch:
     return Scratch("postgresql", name, _with_database(url, name), None)
 
 
+PG_OPTIONS = json.loads(os.environ.get("BENCH_PG_OPTIONS", "{}"))
+
+
 def configure_django(scratch: Scratch):
     """Configure Django on ``scratch`` with only ilab_memory installed, migrate, return the facade."""
     from ilab_memory import ILabMemory
@@ -94,7 +98,7 @@ def configure_django(scratch: Scratch):
 
     settings.configure(
         INSTALLED_APPS=["ilab_memory"],
-        DATABASES={"default": dj_database_url.parse(scratch.url, conn_max_age=None)},
+        DATABASES={"default": {**dj_database_url.parse(scratch.url, conn_max_age=None), "OPTIONS": PG_OPTIONS}},
         USE_TZ=True,
         TIME_ZONE="UTC",
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",

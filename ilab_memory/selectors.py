@@ -46,7 +46,11 @@ def compact_rows(queryset, *, preview_chars: int, extra: tuple[str, ...] = ()):
 def sessions_context(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's most recent completed sessions, newest ``ended_at`` first."""
     statements = Statements(using)
-    values = statements.values
+    return session_summaries(statements.recent_sessions(user_id, max(0, limit)), statements.values)
+
+
+def session_summaries(rows, values) -> list[SessionSummaryCompact]:
+    """From ``Statements.recent_sessions`` rows."""
     return [
         SessionSummaryCompact(
             session_id=values.uuid_text(session_id),
@@ -56,8 +60,7 @@ def sessions_context(*, user_id: str, limit: int, using: str = "default") -> lis
             is_auto_generated=bool(is_auto_generated),
             observation_count=count,
         )
-        for session_id, started_at, ended_at, summary, is_auto_generated, count
-        in statements.recent_sessions(user_id, max(0, limit))
+        for session_id, started_at, ended_at, summary, is_auto_generated, count in rows
     ]
 
 
@@ -86,7 +89,6 @@ def context_memories(
     config = config or get_config()
     now = now or timezone.now()
     statements = Statements(using)
-    values = statements.values
     weights = config.TYPE_WEIGHTS
     if statements.ranks_context_in_sql:
         # Hot path (every session start): the database ranks, only the winners come back.
@@ -94,15 +96,19 @@ def context_memories(
             user_id, now=now, type_weights=weights, head_chars=config.PREVIEW_CHARS + 1,
             candidates=config.CONTEXT_CANDIDATES, limit=max(0, limit),
         )
-        winners = [(values.datetime(row[5]), row) for row in rows]
     else:
-        winners = _ranked_in_python(statements, user_id, now=now, limit=limit, config=config)
+        rows = _ranked_in_python(statements, user_id, now=now, limit=limit, config=config)
+    return ranked_memories(rows, statements.values, now=now, config=config)
+
+
+def ranked_memories(rows, values, *, now: datetime, config: Config) -> list[ObservationCompact]:
+    """From ranked candidate rows (``Statements.ranked_context``), best first."""
     memories = []
-    for updated_at, row in winners:
-        observation_id, type_, title, topic_key, session_id, _, content_head, revisions, duplicates = row[:9]
+    for observation_id, type_, title, topic_key, session_id, updated_at, content_head, revisions, duplicates, *_ in rows:
+        updated_at = values.datetime(updated_at)
         signals = scoring.context_signals(
             now=now, updated_at=updated_at, type=type_, revision_count=revisions,
-            duplicate_count=duplicates, type_weights=weights,
+            duplicate_count=duplicates, type_weights=config.TYPE_WEIGHTS,
         )
         memories.append(ObservationCompact(
             id=values.uuid_text(observation_id),
@@ -134,7 +140,7 @@ def _ranked_in_python(statements: Statements, user_id: str, *, now: datetime, li
         # Deterministic: score, then newest update, then id (hex orders like the UUID string).
         ranked.append((value, updated_at, _uuid_hex(row[0]), row))
     ranked.sort(key=itemgetter(0, 1, 2), reverse=True)
-    return [(updated_at, row) for _, updated_at, _, row in ranked[: max(0, limit)]]
+    return [row for *_, row in ranked[: max(0, limit)]]
 
 
 def _uuid_hex(value) -> str:

@@ -35,8 +35,9 @@ def grow_history(user_id: str, n: int) -> None:
 def test_session_start_reuse_query_count_is_constant(mem, size):
     grow_history("alice", size)
     mem.mem_session_start("alice")
-    # find-and-bump the live session, completed sessions with their counts, candidates
-    assert queries_of(lambda: mem.mem_session_start("alice")) == 3
+    # find-and-bump the live session, completed sessions with their counts, ranked memories:
+    # one statement on PostgreSQL (a round trip each costs more than the work)
+    assert queries_of(lambda: mem.mem_session_start("alice")) == (1 if connection.vendor == "postgresql" else 3)
 
 
 @pytest.mark.parametrize("size", [5, 250])

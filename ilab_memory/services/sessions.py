@@ -101,17 +101,21 @@ def touch(session: Session, *, now: datetime, using: str) -> None:
         Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
 
 
-def claim_active_session(statements: Statements, user_id: str, *, now: datetime, config: Config, using: str):
+def claim_active_session(
+    statements: Statements, user_id: str, *, now: datetime, config: Config, using: str, bump_first: bool = True
+):
     """The user's active session, alive until ``now``: (its id as a query parameter, is_new).
 
     Must run inside a transaction. The common case, a live session, is one statement that finds
     it and bumps it (SPEC §3 steps 2 and 6 at once: same result in the same transaction). No
-    live session (none, or expired) goes through ``resolve_active_session``.
+    live session (none, or expired) goes through ``resolve_active_session``; ``bump_first=False``
+    goes there at once, for a caller whose own bump just found none.
     """
-    live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
-    session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
-    if session_id is not None:
-        return session_id, False
+    if bump_first:
+        live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+        session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
+        if session_id is not None:
+            return session_id, False
     session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
     if not is_new:  # opened by a concurrent writer after the bump looked
         touch(session, now=now, using=using)
@@ -122,11 +126,31 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
     """Reuse the user's live session or open one (auto-closing an expired one); return context."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    statements = Statements(using)
+    if statements.starts_in_one_statement:
+        # PostgreSQL, a live session: bump and read in one statement, one round trip (it
+        # commits on its own, or joins the caller's transaction). Otherwise nothing was written.
+        now = timezone.now()
+        session_id, recent, ranked = statements.reuse_start(
+            user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS),
+            sessions=max(0, config.CONTEXT_SESSIONS), type_weights=config.TYPE_WEIGHTS,
+            head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES,
+            limit=max(0, config.CONTEXT_MEMORIES),
+        )
+        if session_id is not None:
+            return SessionStartResponse(
+                session_id=statements.values.uuid_text(session_id),
+                is_new=False,
+                sessions_context=selectors.session_summaries(recent, statements.values),
+                memories=selectors.ranked_memories(ranked, statements.values, now=now, config=config),
+            )
 
     def run():
         now = timezone.now()
-        statements = Statements(using)
-        session_id, is_new = claim_active_session(statements, user_id, now=now, config=config, using=using)
+        session_id, is_new = claim_active_session(
+            statements, user_id, now=now, config=config, using=using,
+            bump_first=not statements.starts_in_one_statement,
+        )
         return SessionStartResponse(
             session_id=statements.values.uuid_text(session_id),
             is_new=is_new,

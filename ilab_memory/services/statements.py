@@ -77,7 +77,7 @@ INSERT_OBSERVATION = f"""
 # The newest completed sessions with their live observation counts (sessions_context).
 RECENT_SESSIONS = f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
-           (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL)
+           (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL) AS n
     FROM {SESSION} s
     WHERE s.user_id = %s AND s.status = '{COMPLETED}'
     ORDER BY s.ended_at DESC, s.id DESC
@@ -94,9 +94,11 @@ CONTEXT_CANDIDATES = f"""
 
 
 # updated_at in exact microseconds since the epoch. SQLite stores Django's UTC text
-# "YYYY-MM-DD HH:MM:SS[.ffffff]"; PostgreSQL 14+ returns EXTRACT(EPOCH ...) as exact numeric.
+# "YYYY-MM-DD HH:MM:SS[.ffffff]": whole seconds from the first 19 characters (strftime would
+# round the fraction to milliseconds, and .9995 s up to the next second), then the digits.
+# PostgreSQL 14+ returns EXTRACT(EPOCH ...) as exact numeric.
 EPOCH_MICROS = {
-    "sqlite": "(CAST(strftime('%%s', updated_at) AS INTEGER) * 1000000"
+    "sqlite": "(CAST(strftime('%%s', substr(updated_at, 1, 19)) AS INTEGER) * 1000000"
               " + CAST(substr(updated_at || '.000000', 21, 6) AS INTEGER))",
     "postgresql": "(EXTRACT(EPOCH FROM updated_at) * 1000000)",
 }
@@ -117,8 +119,8 @@ def ranked_context_sql(vendor: str, weighted_types: int) -> str:
     # Rank, cut to the winners, and only then join for their text: a join before the cut
     # would fetch every candidate's row (both planners did, measured).
     return f"""
-    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s),
-           o.revision_count, o.duplicate_count, w.score
+    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s)
+           AS content_head, o.revision_count, o.duplicate_count, w.score
     FROM (
         SELECT id, updated_at, score FROM (
             SELECT id, updated_at, {score} AS score
@@ -131,6 +133,36 @@ def ranked_context_sql(vendor: str, weighted_types: int) -> str:
         LIMIT %s
     ) w JOIN {OBS} o ON o.id = w.id
     ORDER BY w.score DESC, w.updated_at DESC, w.id DESC"""
+
+
+# PostgreSQL: a reuse start in one statement, so one round trip, committed on its own. Each
+# part keeps its order through ``ord``; columns a part does not use are NULL.
+#   part 0, the bumped session: id
+#   part 1, a recent session:   id, at1 started_at, at2 ended_at, text1 summary, flag, n1 count
+#   part 2, a ranked memory:    id, at1 updated_at, text1 title, text2 content head, text3
+#                               topic_key, text4 type, ref session_id, n1 revisions, n2 duplicates
+_PARTS = "part, ord, id, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2"
+
+
+@cache
+def reuse_start_sql(weighted_types: int) -> str:
+    return f"""
+    WITH bumped AS ({BUMP_LIVE_SESSION}),
+    recent AS ({RECENT_SESSIONS}),
+    ranked AS ({ranked_context_sql("postgresql", weighted_types)})
+    SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz AS at1, NULL::timestamptz AS at2,
+           NULL::text AS text1, NULL::text AS text2, NULL::text AS text3, NULL::text AS text4,
+           NULL::uuid AS ref, NULL::boolean AS flag, NULL::bigint AS n1, NULL::bigint AS n2
+    FROM bumped
+    UNION ALL
+    SELECT 1, row_number() OVER (ORDER BY ended_at DESC, id DESC), id, started_at, ended_at,
+           summary, NULL, NULL, NULL, NULL, is_auto_generated, n, NULL
+    FROM recent
+    UNION ALL
+    SELECT 2, row_number() OVER (ORDER BY score DESC, updated_at DESC, id DESC), id, updated_at, NULL,
+           title, content_head, topic_key, type, session_id, NULL, revision_count, duplicate_count
+    FROM ranked
+    ORDER BY part, ord"""
 
 
 class Statements:
@@ -211,6 +243,37 @@ class Statements:
         now_micros = (now - EPOCH) // timedelta(microseconds=1)
         params = scoring.context_value_params(now_epoch_micros=now_micros, type_weights=type_weights)
         return self._run(sql, [head_chars, *params, user_id, candidates, limit])
+
+    @property
+    def starts_in_one_statement(self) -> bool:
+        return self._connection.vendor == "postgresql" and self.ranks_context_in_sql
+
+    def reuse_start(self, user_id: str, *, now: datetime, live_since: datetime, sessions: int,
+                    type_weights: dict[str, float], head_chars: int, candidates: int, limit: int):
+        """Bump the live session and read what a start returns, in one statement (PostgreSQL).
+
+        Returns (session id or None, recent session rows, ranked memory rows) in the row shapes
+        of ``recent_sessions`` and ``ranked_context``. With no live session nothing was written.
+        """
+        at = self.values.datetime_param
+        now_micros = (now - EPOCH) // timedelta(microseconds=1)
+        params = [
+            at(now), user_id, at(live_since),
+            user_id, sessions,
+            head_chars, *scoring.context_value_params(now_epoch_micros=now_micros, type_weights=type_weights),
+            user_id, candidates, limit,
+        ]
+        session_id, recent, ranked = None, [], []
+        for part, _, id_, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2 in self._run(
+            reuse_start_sql(len(type_weights)), params
+        ):
+            if part == 0:
+                session_id = id_
+            elif part == 1:
+                recent.append((id_, at1, at2, text1, flag, n1))
+            else:
+                ranked.append((id_, text4, text1, text3, ref, at1, text2, n1, n2))
+        return session_id, recent, ranked
 
     def context_candidates(self, user_id: str, *, head_chars: int, limit: int) -> list[tuple]:
         """(id, type, title, topic_key, session_id, updated_at, content head, revision_count,
