@@ -137,8 +137,17 @@ class Floor:
         self._transaction(lambda: self.bump(user_id, moment))
 
     def start_reuse(self, user_id: str):
-        """Reuse plus the reads that make the same answer (5 sessions with counts, ranked memories)."""
+        """Reuse plus the reads that make the same answer (5 sessions with counts, ranked memories).
+
+        PostgreSQL: one statement (a data-modifying WITH), committed on its own, as ilab_memory does.
+        """
         moment = self.now()
+        if self.vendor == "postgresql":
+            micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
+            params = (moment, user_id, moment - timedelta(hours=24), user_id, 5, self.preview,
+                      *scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights),
+                      user_id, self.candidates, self.memories)
+            return self._run(ours.reuse_start_sql(len(self.weights)), params).fetchall()
 
         def work():
             self.bump(user_id, moment)
@@ -215,7 +224,7 @@ class Floor:
         self._transaction(work)
 
     def save_revise(self, user_id: str, session_id, *, topic_key: str, content: str, write_only: bool = False) -> None:
-        """Bump the session, find the topic, copy it to the history, replace it (re-indexed by the trigger)."""
+        """Bump the session, copy the topic's row to the history, replace it (re-indexed by the trigger)."""
         moment = self.now()
         now = self._at(moment)
 
@@ -223,7 +232,6 @@ class Floor:
             where = "user_id = %s AND topic_key = %s AND deleted_at IS NULL"
             if not write_only:
                 self.bump(user_id, moment)
-                self._run(f"SELECT id FROM {OBS} WHERE {where}", (user_id, topic_key)).fetchone()
             self._run(
                 "INSERT INTO ilab_memory_observationrevision (observation_id, user_id, revision, "
                 "session_id_at_write, type, title, content, topic_key, metadata, written_at, replaced_at) "

@@ -28,7 +28,7 @@ from ..validation import (
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
 from .statements import Statements
-from .transactions import RaceLost, atomic_with_retry
+from .transactions import atomic_with_retry
 
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
@@ -124,14 +124,11 @@ def observation_save(
         session_id, _ = claim_active_session(statements, user_id, now=now, config=config, using=using)
         blocks = fields.redacted_blocks
         if values["topic_key"] is not None:
-            observation_id = statements.live_by_topic(user_id, values["topic_key"])
-            if observation_id is not None:
-                row = statements.revise(
-                    observation_id, user_id=user_id, fields=values, digest=digest, blocks=blocks,
-                    session_id=session_id, now=now,
-                )
-                if row is None:  # soft-deleted by a concurrent writer after the lookup
-                    raise RaceLost("the observation to revise was deleted meanwhile")
+            row = statements.revise_topic(
+                user_id=user_id, topic_key=values["topic_key"], fields=values, digest=digest,
+                blocks=blocks, session_id=session_id, now=now,
+            )
+            if row is not None:
                 return SaveResult(action=REVISED, observation=records.observation_record_from_row(row, statements.values))
         row = statements.count_duplicate(
             user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),

@@ -23,7 +23,7 @@ def _locked_active_session(user_id: str, *, using: str) -> Session | None:
     # FOR UPDATE serializes a user's writers on PostgreSQL; on SQLite the IMMEDIATE
     # transaction already holds the write lock and Django omits the clause.
     _lock_user(user_id, using=using)
-    return Session.objects.using(using).select_for_update().for_user(user_id).active().first()
+    return Statements(using).active_session(user_id, for_update=True)
 
 
 def _lock_user(user_id: str, *, using: str) -> None:
@@ -88,10 +88,7 @@ def resolve_active_session(
         session = None
     if session is not None:
         return session, False
-    session = Session.objects.db_manager(using).create(
-        user_id=user_id, status=SessionStatus.ACTIVE, started_at=now, last_activity_at=now
-    )
-    return session, True
+    return Statements(using).insert_session(user_id, now=now), True
 
 
 def touch(session: Session, *, now: datetime, using: str) -> None:

@@ -16,6 +16,7 @@ from functools import cache
 from ..dbvalues import DbValues
 from ..models import Observation, ObservationRevision, Session, SessionStatus
 from . import scoring
+from .transactions import RaceLost
 
 OBS = Observation._meta.db_table
 SESSION = Session._meta.db_table
@@ -36,14 +37,22 @@ BUMP_LIVE_SESSION = f"""
     WHERE user_id = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
     RETURNING id"""
 
-LIVE_BY_TOPIC = f"SELECT id FROM {OBS} WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL"
+SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
+SESSION_COLUMNS = ", ".join(field.column for field in Session._meta.concrete_fields)
+ACTIVE_SESSION = f"SELECT {SESSION_COLUMNS} FROM {SESSION} WHERE user_id = %s AND status = '{ACTIVE}'"
+INSERT_SESSION = f"""
+    INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
+    VALUES (%s, %s, '{ACTIVE}', %s, %s, %s, 0)"""
 
-KEEP_REVISION = f"""
+# Finding the live observation of a topic and keeping its current version in the history is
+# one statement: it returns the id of the row copied, or nothing when no live row has the topic.
+KEEP_TOPIC_REVISION = f"""
     INSERT INTO {REVISION} (observation_id, user_id, revision, session_id_at_write, type, title,
                             content, topic_key, metadata, written_at, replaced_at)
     SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata,
            updated_at, %s
-    FROM {OBS} WHERE id = %s AND user_id = %s"""
+    FROM {OBS} WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL
+    RETURNING observation_id"""
 
 # ``deleted_at IS NULL`` again in the outer WHERE: PostgreSQL re-checks it after waiting for a
 # concurrent soft delete, so a deleted row is never revised or counted.
@@ -183,20 +192,47 @@ class Statements:
         rows = self._run(BUMP_LIVE_SESSION, [at(now), user_id, at(live_since)])
         return rows[0][0] if rows else None
 
-    def live_by_topic(self, user_id: str, topic_key: str):
-        rows = self._run(LIVE_BY_TOPIC, [user_id, topic_key])
-        return rows[0][0] if rows else None
+    def active_session(self, user_id: str, *, for_update: bool) -> Session | None:
+        """The user's active session as a model instance (the partial unique index: one lookup)."""
+        lock = " FOR UPDATE" if for_update and self._connection.features.has_select_for_update else ""
+        rows = self._run(ACTIVE_SESSION + lock, [user_id])
+        return self._session(rows[0]) if rows else None
 
-    def revise(self, observation_id, *, user_id: str, fields: dict, digest: str, blocks: int,
-               session_id, now: datetime) -> tuple | None:
-        """Copy the current version into the history, then replace it; None if it is gone."""
+    def insert_session(self, user_id: str, *, now: datetime) -> Session:
+        """Open an active session for the user (the one-active-session index refuses a second)."""
+        session_id, at = uuid.uuid4(), self.values.datetime_param(now)
+        self._run_write(INSERT_SESSION, [self.values.uuid_param(session_id), user_id, at, at, False])
+        return Session.from_db(self._connection.alias, SESSION_FIELDS, [
+            session_id, user_id, ACTIVE, now, now, None, None, False, 0,
+        ])
+
+    def _session(self, row: tuple) -> Session:
+        values = self.values
+        converted = dict(zip(SESSION_FIELDS, row))
+        converted["id"] = values.uuid(converted["id"])
+        for name in ("started_at", "last_activity_at", "ended_at"):
+            converted[name] = values.datetime(converted[name])
+        converted["is_auto_generated"] = bool(converted["is_auto_generated"])
+        return Session.from_db(self._connection.alias, SESSION_FIELDS, [converted[name] for name in SESSION_FIELDS])
+
+    def revise_topic(self, *, user_id: str, topic_key: str, fields: dict, digest: str, blocks: int,
+                     session_id, now: datetime) -> tuple | None:
+        """Revise the user's live observation of ``topic_key``, its old version kept in the history.
+
+        None when no live observation has the topic. Raises RaceLost when it was soft-deleted by
+        a concurrent writer between the two statements (PostgreSQL; the retry sees the delete).
+        """
         at = self.values.datetime_param(now)
-        self._run_write(KEEP_REVISION, [at, observation_id, user_id])
+        copied = self._run(KEEP_TOPIC_REVISION, [at, user_id, topic_key])
+        if not copied:
+            return None
         rows = self._run(REVISE, [
             fields["type"], fields["title"], fields["content"], self.values.json_param(fields["metadata"]),
-            digest, blocks, session_id, at, at, observation_id, user_id,
+            digest, blocks, session_id, at, at, copied[0][0], user_id,
         ])
-        return rows[0] if rows else None
+        if not rows:
+            raise RaceLost("the observation to revise was deleted meanwhile")
+        return rows[0]
 
     def count_duplicate(self, *, user_id: str, digest: str, since: datetime, topic_key: str | None,
                         blocks: int, session_id, now: datetime) -> tuple | None:
