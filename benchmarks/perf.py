@@ -4,6 +4,7 @@
     DATABASE_URL=postgres://USER@HOST:5432/DB .venv/bin/python -m benchmarks.perf   # PostgreSQL
     .venv/bin/python -m benchmarks.perf --quick               # smaller sizes, fewer iterations
     .venv/bin/python -m benchmarks.perf --phases core,search --json results.json
+    .venv/bin/python -m benchmarks.perf --phases core --repeat 3   # medians of three runs
 
 Each phase (core: start/save/context; search; http) runs in its own process on its own new
 database (a temporary SQLite file, or a scratch PostgreSQL database ``ilab_bench_<pid>`` that is
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,8 @@ def parse_args(argv):
     parser.add_argument("--sizes", help="history sizes for core, e.g. 100,10000,100000")
     parser.add_argument("--search-sizes", help="table sizes for search, e.g. 10000,100000,1000000")
     parser.add_argument("--http-seconds", type=float, help="time per HTTP endpoint")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each phase this many times; report the median of each figure")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--phase", help=argparse.SUPPRESS)  # internal: run one phase here
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -80,18 +84,22 @@ def run_all(args, argv) -> int:
         return 2
     payloads = []
     for phase in phases:
-        print(f"== {phase} ({'PostgreSQL' if os.environ.get('DATABASE_URL') else 'SQLite'}) ==", file=sys.stderr)
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
-            out = handle.name
-        try:
-            child = [sys.executable, "-m", "benchmarks.perf", *argv, "--phase", phase, "--out", out]
-            if subprocess.run(child).returncode != 0:
-                print(f"phase {phase} failed", file=sys.stderr)
-                return 1
-            with open(out) as result:
-                payloads.append(json.load(result))
-        finally:
-            os.unlink(out)
+        runs = []
+        for run in range(args.repeat):
+            print(f"== {phase} ({'PostgreSQL' if os.environ.get('DATABASE_URL') else 'SQLite'})"
+                  f" run {run + 1}/{args.repeat} ==", file=sys.stderr)
+            with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+                out = handle.name
+            try:
+                child = [sys.executable, "-m", "benchmarks.perf", *argv, "--phase", phase, "--out", out]
+                if subprocess.run(child).returncode != 0:
+                    print(f"phase {phase} failed", file=sys.stderr)
+                    return 1
+                with open(out) as result:
+                    runs.append(json.load(result))
+            finally:
+                os.unlink(out)
+        payloads.append(median_of_runs(runs))
     from .perf_report import machine, render
 
     report = {"machine": machine(payloads), "phases": payloads}
@@ -100,6 +108,26 @@ def run_all(args, argv) -> int:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=1)
     return 0
+
+
+def median_of_runs(runs: list[dict]) -> dict:
+    """One payload whose every number is the median of that number over the runs."""
+
+    def merge(values):
+        first = values[0]
+        if isinstance(first, dict):
+            return {key: merge([v[key] for v in values]) for key in first}
+        if isinstance(first, list):
+            return [merge(list(items)) for items in zip(*values)]
+        if isinstance(first, int) and not isinstance(first, bool):
+            return statistics.median_low(values)  # counts and sizes stay whole
+        if isinstance(first, float):
+            return statistics.median(values)
+        return first
+
+    merged = merge(runs)
+    merged["runs"] = len(runs)
+    return merged
 
 
 def main(argv=None) -> int:

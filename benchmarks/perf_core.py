@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from .perf_data import BulkLoad, HistoryWriter
 from .perf_floor import Floor
-from .perf_timing import measure, step
+from .perf_timing import measure_interleaved, step
 
 
 def history_user(size: int) -> str:
@@ -49,18 +49,23 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
         n = iterations
 
         # -- start ---------------------------------------------------------------------
+        # Ours and its floors run in turns (perf_timing.measure_interleaved).
         mem.mem_session_start(user)
-        ours = measure(lambda i: mem.mem_session_start(user), iterations=n)
         floor.open_session(twin)
-        full = measure(lambda i: floor.start_reuse(twin), iterations=n)
-        write_only = measure(lambda i: floor.start_write(twin), iterations=n)
-        record("start reuse", size, ours, full, floor_write=write_only.__dict__)
+        got = measure_interleaved({
+            "ours": lambda i: mem.mem_session_start(user),
+            "floor": lambda i: floor.start_reuse(twin),
+            "write": lambda i: floor.start_write(twin),
+        }, iterations=n)
+        record("start reuse", size, got["ours"], got["floor"], floor_write=got["write"].__dict__)
 
-        ours = measure(lambda i: mem.mem_session_start(user), iterations=n,
-                       before=lambda i: mem.mem_session_end(user, summary="bench"))
-        full = measure(lambda i: floor.start_new(twin), iterations=n,
-                       before=lambda i: floor.close_session(twin))
-        record("start new", size, ours, full)
+        got = measure_interleaved(
+            {"ours": lambda i: mem.mem_session_start(user), "floor": lambda i: floor.start_new(twin)},
+            before={"ours": lambda i: mem.mem_session_end(user, summary="bench"),
+                    "floor": lambda i: floor.close_session(twin)},
+            iterations=n,
+        )
+        record("start new", size, got["ours"], got["floor"])
 
         def expire_ours(i):
             mem.mem_session_start(user)
@@ -76,33 +81,16 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
                                   digest=f"close-{i}-{k}")
             floor.expire_session(twin)
 
-        ours = measure(lambda i: mem.mem_session_start(user), iterations=n, before=expire_ours)
-        full = measure(lambda i: floor.start_auto_close(twin), iterations=n, before=expire_floor)
-        record("start auto-close", size, ours, full)
+        got = measure_interleaved(
+            {"ours": lambda i: mem.mem_session_start(user), "floor": lambda i: floor.start_auto_close(twin)},
+            before={"ours": expire_ours, "floor": expire_floor},
+            iterations=n,
+        )
+        record("start auto-close", size, got["ours"], got["floor"])
 
         # -- save ----------------------------------------------------------------------
         mem.mem_session_start(user)
         session_id = floor.open_session(twin)
-        floors = {}
-        for write_only in (False, True):
-            tag = f"{size}-{int(write_only)}"
-            floors["create", write_only] = measure(
-                lambda i: floor.save_create(twin, session_id, title=f"floor {tag} {i}", content=body[i % len(body)],
-                                            digest=f"floor-{tag}-{i}", write_only=write_only),
-                iterations=n,
-            )
-            floor.save_create(twin, session_id, title="twin", content="twin", digest=f"twin-{tag}")
-            floors["duplicate", write_only] = measure(
-                lambda i: floor.save_duplicate(twin, session_id, digest=f"twin-{tag}", write_only=write_only),
-                iterations=n,
-            )
-            floor.save_create(twin, session_id, title="topic", content="v0", digest=f"topic-{tag}",
-                              topic_key=f"bench-{tag}")
-            floors["revise", write_only] = measure(
-                lambda i: floor.save_revise(twin, session_id, topic_key=f"bench-{tag}", content=body[i % len(body)],
-                                            write_only=write_only),
-                iterations=n,
-            )
 
         def through_services(**kwargs):
             return observation_save(user_id=user, config=config, **kwargs)
@@ -110,22 +98,46 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
         def through_facade(**kwargs):
             return mem.mem_save(user, kwargs.pop("title"), kwargs.pop("content"), **kwargs)
 
-        for face, save in (("services", through_services), ("facade", through_facade)):
-            ours = measure(lambda i: save(title=f"{face} {i}", content=body[i % len(body)]), iterations=n)
-            record(f"save create ({face})", size, ours, floors["create", False],
-                   floor_write=floors["create", True].__dict__)
-            ours = measure(lambda i: save(title=f"{face} twin", content="the same words"), iterations=n)
-            record(f"save duplicate ({face})", size, ours, floors["duplicate", False],
-                   floor_write=floors["duplicate", True].__dict__)
-            ours = measure(
-                lambda i: save(title=f"{face} topic", content=body[i % len(body)], topic_key=f"{face}-topic"),
-                iterations=n,
-            )
-            record(f"save revise ({face})", size, ours, floors["revise", False],
-                   floor_write=floors["revise", True].__dict__)
+        faces = {"services": through_services, "facade": through_facade}
+        text = lambda i: body[i % len(body)]  # noqa: E731
+        # create: a new title every call
+        got = measure_interleaved({
+            **{face: (lambda save, face: lambda i: save(title=f"{face} {i}", content=text(i)))(save, face)
+               for face, save in faces.items()},
+            "floor": lambda i: floor.save_create(twin, session_id, title=f"floor {size} {i}", content=text(i),
+                                                 digest=f"floor-{size}-{i}"),
+            "write": lambda i: floor.save_create(twin, session_id, title=f"write {size} {i}", content=text(i),
+                                                 digest=f"write-{size}-{i}", write_only=True),
+        }, iterations=n)
+        for face in faces:
+            record(f"save create ({face})", size, got[face], got["floor"], floor_write=got["write"].__dict__)
+        # duplicate: the same memory again and again
+        floor.save_create(twin, session_id, title="twin", content="twin", digest=f"twin-{size}")
+        got = measure_interleaved({
+            **{face: (lambda save, face: lambda i: save(title=f"{face} twin", content="the same words"))(save, face)
+               for face, save in faces.items()},
+            "floor": lambda i: floor.save_duplicate(twin, session_id, digest=f"twin-{size}"),
+            "write": lambda i: floor.save_duplicate(twin, session_id, digest=f"twin-{size}", write_only=True),
+        }, iterations=n)
+        for face in faces:
+            record(f"save duplicate ({face})", size, got[face], got["floor"], floor_write=got["write"].__dict__)
+        # revise: the same topic with new content
+        floor.save_create(twin, session_id, title="topic", content="v0", digest=f"topic-{size}",
+                          topic_key=f"bench-{size}")
+        got = measure_interleaved({
+            **{face: (lambda save, face: lambda i: save(title=f"{face} topic", content=text(i),
+                                                        topic_key=f"{face}-topic"))(save, face)
+               for face, save in faces.items()},
+            "floor": lambda i: floor.save_revise(twin, session_id, topic_key=f"bench-{size}", content=text(i)),
+            "write": lambda i: floor.save_revise(twin, session_id, topic_key=f"bench-{size}", content=text(i),
+                                                 write_only=True),
+        }, iterations=n)
+        for face in faces:
+            record(f"save revise ({face})", size, got[face], got["floor"], floor_write=got["write"].__dict__)
 
         # -- context -------------------------------------------------------------------
-        ours = measure(lambda i: mem.mem_context(user), iterations=n)
-        floor_context = measure(lambda i: floor.context(twin), iterations=n)
-        record("context", size, ours, floor_context)
+        got = measure_interleaved(
+            {"ours": lambda i: mem.mem_context(user), "floor": lambda i: floor.context(twin)}, iterations=n
+        )
+        record("context", size, got["ours"], got["floor"])
     return results

@@ -54,6 +54,37 @@ def measure(
     return Sample.of(times, cpu_times)
 
 
+def measure_interleaved(
+    calls: dict[str, Callable[[int], object]],
+    *,
+    iterations: int,
+    warmup: int = 3,
+    before: dict[str, Callable[[int], object]] | None = None,
+) -> dict[str, Sample]:
+    """Time several calls in turns (a, b, c, b, c, a, …), ``iterations`` times each.
+
+    On a shared machine a slow minute then hits every contender alike, instead of whichever
+    happened to run during it, so the ratios between them hold still. ``before[name](i)`` runs
+    untimed ahead of that call, as in ``measure``.
+    """
+    before = before or {}
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu_times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(warmup + iterations):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            if name in before:
+                before[name](i)
+            started, cpu_started = time.perf_counter(), time.thread_time()
+            calls[name](i)
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
+            if i >= warmup:
+                times[name].append(elapsed)
+                cpu_times[name].append(cpu)
+    return {name: Sample.of(times[name], cpu_times[name]) for name in names}
+
+
 class Progress:
     """``label  n/total  pct  rows/s`` on one terminal line, redrawn at most 5 times a second."""
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from .. import records, selectors
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
-from ..models import Observation, Session, SessionStatus
+from ..models import Session, SessionStatus
 from ..types import SessionRecord, SessionStartResponse
 from ..validation import check_length, check_text, clean_user_id
 from .privacy import redact
@@ -49,14 +49,14 @@ def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
 def build_auto_summary(session: Session, *, config: Config, using: str) -> str:
     """``<prefix> [type] title, …`` over the session's live observations in creation order."""
     limit = config.AUTO_SUMMARY_MAX_ITEMS
-    observations = Observation.objects.using(using).live().filter(session=session)
-    items = list(observations.order_by("created_at", "id").values_list("type", "title")[: limit + 1])
+    statements = Statements(using)
+    items = statements.summary_items(session.pk, limit + 1)
     prefix = config.AUTO_SUMMARY_PREFIX
     if not items:
         return f"{prefix} (ninguna)"
     listed = ", ".join(f"[{type_}] {title}" for type_, title in items[:limit])
     if len(items) > limit:
-        listed += f", … (+{observations.count() - limit})"
+        listed += f", … (+{statements.live_in_session(session.pk) - limit})"
     return f"{prefix} {listed}"
 
 
@@ -72,7 +72,7 @@ def auto_close(session: Session, *, config: Config, using: str) -> None:
         session.summary = build_auto_summary(session, config=config, using=using)
         session.is_auto_generated = True
         session.redacted_blocks = 0
-    session.save(using=using, update_fields=["status", "ended_at", "summary", "is_auto_generated", "redacted_blocks"])
+    Statements(using).close_session(session)
 
 
 def resolve_active_session(

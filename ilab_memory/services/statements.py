@@ -44,6 +44,16 @@ INSERT_SESSION = f"""
     INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
     VALUES (%s, %s, '{ACTIVE}', %s, %s, %s, 0)"""
 
+# A session's live observations in creation order (the synthetic summary), and their number.
+SUMMARY_ITEMS = f"""
+    SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL
+    ORDER BY created_at, id LIMIT %s"""
+LIVE_IN_SESSION = f"SELECT count(*) FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL"
+CLOSE_SESSION = f"""
+    UPDATE {SESSION} SET status = '{COMPLETED}', ended_at = %s, summary = %s, is_auto_generated = %s,
+        redacted_blocks = %s
+    WHERE id = %s"""
+
 # Finding the live observation of a topic and keeping its current version in the history is
 # one statement: it returns the id of the row copied, or nothing when no live row has the topic.
 KEEP_TOPIC_REVISION = f"""
@@ -204,6 +214,20 @@ class Statements:
         self._run_write(INSERT_SESSION, [self.values.uuid_param(session_id), user_id, at, at, False])
         return Session.from_db(self._connection.alias, SESSION_FIELDS, [
             session_id, user_id, ACTIVE, now, now, None, None, False, 0,
+        ])
+
+    def summary_items(self, session_id: uuid.UUID, limit: int) -> list[tuple[str, str]]:
+        """(type, title) of the session's first ``limit`` live observations, in creation order."""
+        return self._run(SUMMARY_ITEMS, [self.values.uuid_param(session_id), limit])
+
+    def live_in_session(self, session_id: uuid.UUID) -> int:
+        return self._run(LIVE_IN_SESSION, [self.values.uuid_param(session_id)])[0][0]
+
+    def close_session(self, session: Session) -> None:
+        """Store the closing fields of ``session`` (status, ended_at, summary and its kind)."""
+        self._run_write(CLOSE_SESSION, [
+            self.values.datetime_param(session.ended_at), session.summary, session.is_auto_generated,
+            session.redacted_blocks, self.values.uuid_param(session.pk),
         ])
 
     def _session(self, row: tuple) -> Session:
