@@ -20,7 +20,8 @@ def user_name(k: int) -> str:
 
 def run(mem, scratch, *, sizes: list[int], rare_iterations: int = 100, common_iterations: int = 40) -> list[dict]:
     writer = HistoryWriter()
-    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=200)
+    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=200, context_memories=10,
+                  type_weights={})  # search uses neither
     results: list[dict] = []
     users_so_far = 0
     for size in sorted(sizes):
