@@ -146,7 +146,7 @@ class Floor:
             micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
             params = (moment, user_id, moment - timedelta(hours=24), user_id, 5, self.preview,
                       *scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights),
-                      user_id, self.candidates, self.memories)
+                      user_id, user_id, self.candidates, self.memories)
             return self._run(ours.reuse_start_sql(len(self.weights)), params).fetchall()
 
         def work():
@@ -254,7 +254,7 @@ class Floor:
         micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
         params = scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights)
         sql = ours.ranked_context_sql(self.vendor, len(self.weights))
-        return self._run(sql, (self.preview, *params, user_id, self.candidates, self.memories)).fetchall()
+        return self._run(sql, (self.preview, *params, user_id, user_id, self.candidates, self.memories)).fetchall()
 
     def search(self, user_id: str, word: str, limit: int = 10):
         """One engine query for one word, ranked by the engine, scoped to the user."""

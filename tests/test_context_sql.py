@@ -96,3 +96,38 @@ def test_local_time_sqlite_ranks_in_python(mem, clock):
         assert not Statements("default").ranks_context_in_sql
         mem.mem_save("alice", "T", "C")
         assert [m.title for m in mem.mem_context("alice")] == ["T"]
+
+
+def test_context_reads_the_users_own_index_even_when_others_wrote_since(db):
+    """A heavy user whose rows are older than everybody else's must not make the planner walk
+    the all-users (updated_at) index and skip the others' rows (PostgreSQL did, with ``=``)."""
+    from django.db import connection
+
+    from ilab_memory.models import Observation
+    from ilab_memory.services.statements import EPOCH, ranked_context_sql
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's planner picks the user's index either way")
+    # Big enough that PostgreSQL 15 picked the wrong index with ``user_id = x`` (checked).
+    now = timezone.now()
+    heavy, busy = SessionFactory(user_id="heavy"), SessionFactory(user_id="busy")
+    Observation.objects.bulk_create(
+        ObservationFactory.build(session=heavy, user_id="heavy", created_at=now - timedelta(days=30, minutes=k),
+                                 updated_at=now - timedelta(days=30, minutes=k))
+        for k in range(40000)
+    )
+    Observation.objects.bulk_create(
+        ObservationFactory.build(session=busy, user_id="busy", created_at=now - timedelta(minutes=k),
+                                 updated_at=now - timedelta(minutes=k))
+        for k in range(5000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        config = get_config()
+        micros = (now - EPOCH) // timedelta(microseconds=1)
+        params = [301, *scoring.context_value_params(now_epoch_micros=micros, type_weights=config.TYPE_WEIGHTS),
+                  "heavy", "heavy", 200, 10]
+        cursor.execute("EXPLAIN " + ranked_context_sql(connection.vendor, len(config.TYPE_WEIGHTS)), params)
+        plan = " ".join(str(part) for row in cursor.fetchall() for part in row)
+    assert "ilab_mem_obs_user_updated" in plan
+    assert "ilab_mem_obs_updated " not in plan + " "
