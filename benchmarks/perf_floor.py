@@ -143,9 +143,8 @@ class Floor:
         """
         moment = self.now()
         if self.vendor == "postgresql":
-            micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
             params = (moment, user_id, moment - timedelta(hours=24), user_id, 5, self.preview,
-                      *scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights),
+                      *scoring.context_value_params(now=moment, type_weights=self.weights),
                       user_id, user_id, self.candidates, self.memories)
             return self._run(ours.reuse_start_sql(len(self.weights)), params).fetchall()
 
@@ -251,8 +250,7 @@ class Floor:
     def context(self, user_id: str):
         """The newest candidates ranked by ContextScore in the database; the winners come back."""
         moment = self.now()
-        micros = (moment - ours.EPOCH) // timedelta(microseconds=1)
-        params = scoring.context_value_params(now_epoch_micros=micros, type_weights=self.weights)
+        params = scoring.context_value_params(now=moment, type_weights=self.weights)
         sql = ours.ranked_context_sql(self.vendor, len(self.weights))
         return self._run(sql, (self.preview, *params, user_id, user_id, self.candidates, self.memories)).fetchall()
 

@@ -75,7 +75,7 @@ def observation_record(observation) -> ObservationRecord:
 
 
 def observation_record_from_row(row: tuple, values) -> ObservationRecord:
-    """From a row of ``statements.RECORD_COLUMNS``, converted by a ``DbValues``."""
+    """From a row in the order of ``statements.RECORD_COLUMNS`` (driver or Python values), via ``DbValues``."""
     (id_, user_id, session_id, type_, title, content, topic_key, metadata, revision_count,
      duplicate_count, redacted_blocks, created_at, updated_at, last_seen_at, deleted_at) = row
     return ObservationRecord(

@@ -104,7 +104,7 @@ def test_context_reads_the_users_own_index_even_when_others_wrote_since(db):
     from django.db import connection
 
     from ilab_memory.models import Observation
-    from ilab_memory.services.statements import EPOCH, ranked_context_sql
+    from ilab_memory.services.statements import ranked_context_sql
 
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's planner picks the user's index either way")
@@ -124,8 +124,7 @@ def test_context_reads_the_users_own_index_even_when_others_wrote_since(db):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
         config = get_config()
-        micros = (now - EPOCH) // timedelta(microseconds=1)
-        params = [301, *scoring.context_value_params(now_epoch_micros=micros, type_weights=config.TYPE_WEIGHTS),
+        params = [301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS),
                   "heavy", "heavy", 200, 10]
         cursor.execute("EXPLAIN " + ranked_context_sql(connection.vendor, len(config.TYPE_WEIGHTS)), params)
         plan = " ".join(str(part) for row in cursor.fetchall() for part in row)

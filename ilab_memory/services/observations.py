@@ -13,7 +13,7 @@ from django.utils import timezone
 from .. import records, selectors
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
-from ..models import Observation, ObservationRevision
+from ..models import Observation
 from ..types import DeleteResult, ObservationRecord, SaveResult
 from ..validation import (
     check_length,
@@ -78,23 +78,6 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _keep_revision(observation: Observation, *, now, using: str) -> None:
-    """Copy the current version into the history before a write replaces it."""
-    ObservationRevision.objects.using(using).create(
-        observation=observation,
-        user_id=observation.user_id,
-        revision=observation.revision_count,
-        session_id_at_write=observation.session_id,
-        type=observation.type,
-        title=observation.title,
-        content=observation.content,
-        topic_key=observation.topic_key,
-        metadata=observation.metadata,
-        written_at=observation.updated_at,
-        replaced_at=now,
-    )
-
-
 def observation_save(
     *,
     user_id: str,
@@ -141,14 +124,10 @@ def observation_save(
             observation_id=observation_id, user_id=user_id, session_id=session_id, fields=values,
             digest=digest, blocks=blocks, now=now,
         )
-        stamp = records.iso(now)
-        return SaveResult(action=CREATED, observation=ObservationRecord(
-            id=str(observation_id), user_id=user_id, session_id=statements.values.uuid_text(session_id),
-            type=values["type"], title=values["title"], content=values["content"],
-            topic_key=values["topic_key"], metadata=values["metadata"], revision_count=1,
-            duplicate_count=1, redacted_blocks=blocks, created_at=stamp, updated_at=stamp,
-            last_seen_at=stamp, deleted_at=None,
-        ))
+        # The record of what was just written, from the values themselves (no read back).
+        row = (observation_id, user_id, session_id, values["type"], values["title"], values["content"],
+               values["topic_key"], values["metadata"], 1, 1, blocks, now, now, now, None)
+        return SaveResult(action=CREATED, observation=records.observation_record_from_row(row, statements.values))
 
     return atomic_with_retry(run, using=using)
 
@@ -206,7 +185,7 @@ def observation_update(
                 raise ValidationError(
                     "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
                 )
-        _keep_revision(observation, now=now, using=using)
+        statements.keep_revision(observation.pk, user_id=user_id, now=now)
         for name, value in values.items():
             setattr(observation, name, value)
         observation.dedupe_hash = dedupe_hash(

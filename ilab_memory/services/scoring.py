@@ -9,7 +9,7 @@ value = recency × type weight × reinforcement
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from ..types import ContextScore
@@ -17,6 +17,7 @@ from ..types import ContextScore
 RECENCY_DECAY_PER_HOUR = 0.995
 REINFORCEMENT_CAP = 0.5
 REINFORCEMENT_HALF = 4
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class ContextSignals(NamedTuple):
@@ -87,7 +88,8 @@ def context_value_sql(*, epoch_micros: str, greatest: str, weighted_types: int) 
     return f"(power({_DOUBLE}, {hours}) * {weight} * {reinforcement})"
 
 
-def context_value_params(*, now_epoch_micros: int, type_weights: dict[str, float]) -> list:
+def context_value_params(*, now: datetime, type_weights: dict[str, float]) -> list:
+    now_epoch_micros = (now - EPOCH) // timedelta(microseconds=1)  # exact, like the column side
     weights = [value for name, weight in type_weights.items() for value in (name, float(weight))]
     return [RECENCY_DECAY_PER_HOUR, now_epoch_micros, *weights, REINFORCEMENT_CAP, REINFORCEMENT_HALF]
 

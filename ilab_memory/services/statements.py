@@ -1,16 +1,17 @@
 """The fixed SQL of the hot paths (start, save, context), in the fewest statements.
 
 Measured (benchmarks/perf.py, cProfile): building an ORM query and its model instances cost
-several times running the SQL, and an agent calls these on every turn. So the common case runs
-these statements on the connection's cursor, with plain values in and out (``DbValues``
-converts them as the ORM would). Anything unusual (no live session, an expired one) goes back
-to the ORM code in ``sessions``; every statement here is scoped by ``user_id``.
+several times running the SQL, and an agent calls these on every turn. So these statements run
+on the connection's cursor, with plain values in and out (``DbValues`` converts them as the ORM
+would); the session slow path (open, auto-close) gets model instances built by ``from_db``.
+The decisions stay in ``sessions`` and ``observations``; every statement here is scoped by
+``user_id`` or by an id the caller already scoped.
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from functools import cache
 
 from ..dbvalues import DbValues
@@ -54,15 +55,18 @@ CLOSE_SESSION = f"""
         redacted_blocks = %s
     WHERE id = %s"""
 
-# Finding the live observation of a topic and keeping its current version in the history is
-# one statement: it returns the id of the row copied, or nothing when no live row has the topic.
-KEEP_TOPIC_REVISION = f"""
+# Keeping an observation's current version in the history before a write replaces it; it
+# returns the id of the row copied, or nothing. By topic, finding the live observation of the
+# topic and keeping its version is one statement.
+_KEEP_REVISION = f"""
     INSERT INTO {REVISION} (observation_id, user_id, revision, session_id_at_write, type, title,
                             content, topic_key, metadata, written_at, replaced_at)
     SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata,
            updated_at, %s
-    FROM {OBS} WHERE user_id = %s AND topic_key = %s AND deleted_at IS NULL
+    FROM {OBS} WHERE user_id = %s AND {{where}}
     RETURNING observation_id"""
+KEEP_TOPIC_REVISION = _KEEP_REVISION.format(where="topic_key = %s AND deleted_at IS NULL")
+KEEP_REVISION = _KEEP_REVISION.format(where="id = %s")
 
 # ``deleted_at IS NULL`` again in the outer WHERE: PostgreSQL re-checks it after waiting for a
 # concurrent soft delete, so a deleted row is never revised or counted.
@@ -122,7 +126,6 @@ EPOCH_MICROS = {
     "postgresql": "(EXTRACT(EPOCH FROM updated_at) * 1000000)",
 }
 GREATEST = {"sqlite": "max", "postgresql": "greatest"}
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @cache
@@ -165,7 +168,6 @@ def ranked_context_sql(vendor: str, weighted_types: int) -> str:
 #   part 1, a recent session:   id, at1 started_at, at2 ended_at, text1 summary, flag, n1 count
 #   part 2, a ranked memory:    id, at1 updated_at, text1 title, text2 content head, text3
 #                               topic_key, text4 type, ref session_id, n1 revisions, n2 duplicates
-_PARTS = "part, ord, id, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2"
 
 
 @cache
@@ -244,6 +246,10 @@ class Statements:
         converted["is_auto_generated"] = bool(converted["is_auto_generated"])
         return Session.from_db(self._connection.alias, SESSION_FIELDS, [converted[name] for name in SESSION_FIELDS])
 
+    def keep_revision(self, observation_id: uuid.UUID, *, user_id: str, now: datetime) -> None:
+        """Copy the observation's current version into the history (the caller holds its lock)."""
+        self._run(KEEP_REVISION, [self.values.datetime_param(now), user_id, self.values.uuid_param(observation_id)])
+
     def revise_topic(self, *, user_id: str, topic_key: str, fields: dict, digest: str, blocks: int,
                      session_id, now: datetime) -> tuple | None:
         """Revise the user's live observation of ``topic_key``, its old version kept in the history.
@@ -305,8 +311,7 @@ class Statements:
                        head_chars: int, candidates: int, limit: int) -> list[tuple]:
         """The ``limit`` best of the newest ``candidates``: candidate columns plus the score."""
         sql = ranked_context_sql(self._connection.vendor, len(type_weights))
-        now_micros = (now - EPOCH) // timedelta(microseconds=1)
-        params = scoring.context_value_params(now_epoch_micros=now_micros, type_weights=type_weights)
+        params = scoring.context_value_params(now=now, type_weights=type_weights)
         return self._run(sql, [head_chars, *params, user_id, user_id, candidates, limit])
 
     @property
@@ -321,11 +326,10 @@ class Statements:
         of ``recent_sessions`` and ``ranked_context``. With no live session nothing was written.
         """
         at = self.values.datetime_param
-        now_micros = (now - EPOCH) // timedelta(microseconds=1)
         params = [
             at(now), user_id, at(live_since),
             user_id, sessions,
-            head_chars, *scoring.context_value_params(now_epoch_micros=now_micros, type_weights=type_weights),
+            head_chars, *scoring.context_value_params(now=now, type_weights=type_weights),
             user_id, user_id, candidates, limit,
         ]
         session_id, recent, ranked = None, [], []
