@@ -136,6 +136,14 @@ class Floor:
         moment = self.now()
         self._transaction(lambda: self.bump(user_id, moment))
 
+    def _claim(self, user_id: str, moment: datetime):
+        """PostgreSQL: ilab_memory's one start statement (bump or open, then the reads)."""
+        at, since = moment, moment - timedelta(hours=24)
+        params = (at, user_id, since, uuid.uuid4(), user_id, at, at, user_id, user_id, self.preview,
+                  *scoring.context_value_params(now=moment, type_weights=self.weights), user_id, user_id)
+        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories)
+        return self._run(sql, params).fetchall()
+
     def start_reuse(self, user_id: str):
         """Reuse plus the reads that make the same answer (5 sessions with counts, ranked memories).
 
@@ -143,10 +151,7 @@ class Floor:
         """
         moment = self.now()
         if self.vendor == "postgresql":
-            params = (moment, user_id, moment - timedelta(hours=24), user_id, 5, self.preview,
-                      *scoring.context_value_params(now=moment, type_weights=self.weights),
-                      user_id, user_id, self.candidates, self.memories)
-            return self._run(ours.reuse_start_sql(len(self.weights)), params).fetchall()
+            return self._claim(user_id, moment)
 
         def work():
             self.bump(user_id, moment)
@@ -161,6 +166,9 @@ class Floor:
         )
 
     def start_new(self, user_id: str):
+        """No active session: open one and read. PostgreSQL: the same one statement as a reuse."""
+        if self.vendor == "postgresql":
+            return self._claim(user_id, self.now())
         now = self._at(self.now())
 
         def work():
@@ -170,11 +178,18 @@ class Floor:
         return self._transaction(work)
 
     def start_auto_close(self, user_id: str):
+        """The expired session closed with its synthetic summary, a new one opened, the reads.
+
+        PostgreSQL: the one statement first (it claims nothing), then in a transaction the
+        close and the same statement again, as ilab_memory does (without its per-user lock).
+        """
         moment = self.now()
         now = self._at(moment)
+        postgresql = self.vendor == "postgresql"
 
         def work():
-            self.bump(user_id, moment)
+            if not postgresql:
+                self.bump(user_id, moment)
             session_id, _ = self.active_session(user_id)
             items = self._run(
                 f"SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL "
@@ -187,8 +202,12 @@ class Floor:
                 "WHERE id = %s",
                 (self._at(moment - timedelta(hours=1)), summary, True, session_id),
             )
+            if postgresql:
+                return self._claim(user_id, moment)
             self._insert_session(user_id, now)
             return self.context_reads(user_id)
+        if postgresql:
+            self._claim(user_id, moment)
         return self._transaction(work)
 
     # -- observations --------------------------------------------------------------------
@@ -251,8 +270,8 @@ class Floor:
         """The newest candidates ranked by ContextScore in the database; the winners come back."""
         moment = self.now()
         params = scoring.context_value_params(now=moment, type_weights=self.weights)
-        sql = ours.ranked_context_sql(self.vendor, len(self.weights))
-        return self._run(sql, (self.preview, *params, user_id, user_id, self.candidates, self.memories)).fetchall()
+        sql = ours.ranked_context_sql(self.vendor, len(self.weights), self.candidates, self.memories)
+        return self._run(sql, (self.preview, *params, user_id, user_id)).fetchall()
 
     def search(self, user_id: str, word: str, limit: int = 10):
         """One engine query for one word, ranked by the engine, scoped to the user."""

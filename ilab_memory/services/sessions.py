@@ -16,7 +16,7 @@ from ..types import SessionRecord, SessionStartResponse
 from ..validation import check_length, check_text, clean_user_id
 from .privacy import redact
 from .statements import Statements
-from .transactions import atomic_with_retry
+from .transactions import RaceLost, atomic_with_retry
 
 
 def _locked_active_session(user_id: str, *, using: str) -> Session | None:
@@ -98,21 +98,17 @@ def touch(session: Session, *, now: datetime, using: str) -> None:
         Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
 
 
-def claim_active_session(
-    statements: Statements, user_id: str, *, now: datetime, config: Config, using: str, bump_first: bool = True
-):
+def claim_active_session(statements: Statements, user_id: str, *, now: datetime, config: Config, using: str):
     """The user's active session, alive until ``now``: (its id as a query parameter, is_new).
 
     Must run inside a transaction. The common case, a live session, is one statement that finds
     it and bumps it (SPEC §3 steps 2 and 6 at once: same result in the same transaction). No
-    live session (none, or expired) goes through ``resolve_active_session``; ``bump_first=False``
-    goes there at once, for a caller whose own bump just found none.
+    live session (none, or expired) goes through ``resolve_active_session``.
     """
-    if bump_first:
-        live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
-        session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
-        if session_id is not None:
-            return session_id, False
+    live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+    session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
+    if session_id is not None:
+        return session_id, False
     session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
     if not is_new:  # opened by a concurrent writer after the bump looked
         touch(session, now=now, using=using)
@@ -125,29 +121,11 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     statements = Statements(using)
     if statements.starts_in_one_statement:
-        # PostgreSQL, a live session: bump and read in one statement, one round trip (it
-        # commits on its own, or joins the caller's transaction). Otherwise nothing was written.
-        now = timezone.now()
-        session_id, recent, ranked = statements.reuse_start(
-            user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS),
-            sessions=max(0, config.CONTEXT_SESSIONS), type_weights=config.TYPE_WEIGHTS,
-            head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES,
-            limit=max(0, config.CONTEXT_MEMORIES),
-        )
-        if session_id is not None:
-            return SessionStartResponse(
-                session_id=statements.values.uuid_text(session_id),
-                is_new=False,
-                sessions_context=selectors.session_summaries(recent, statements.values),
-                memories=selectors.ranked_memories(ranked, statements.values, now=now, config=config),
-            )
+        return _start_in_one_statement(statements, user_id, config=config, using=using)
 
     def run():
         now = timezone.now()
-        session_id, is_new = claim_active_session(
-            statements, user_id, now=now, config=config, using=using,
-            bump_first=not statements.starts_in_one_statement,
-        )
+        session_id, is_new = claim_active_session(statements, user_id, now=now, config=config, using=using)
         return SessionStartResponse(
             session_id=statements.values.uuid_text(session_id),
             is_new=is_new,
@@ -160,6 +138,44 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
         )
 
     return atomic_with_retry(run, using=using)
+
+
+def _start_in_one_statement(statements: Statements, user_id: str, *, config: Config, using: str):
+    """PostgreSQL: one statement bumps or opens the session and reads the context (one round trip).
+
+    It claims nothing when the user's active session has expired (or a concurrent start is
+    opening one); then, under the user's lock, the expired session is auto-closed and the same
+    statement opens the new one, in one transaction.
+    """
+
+    def claim() -> SessionStartResponse | None:
+        now = timezone.now()
+        claimed = statements.claim_start(
+            user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS),
+            sessions=config.CONTEXT_SESSIONS, type_weights=config.TYPE_WEIGHTS,
+            head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES,
+            limit=config.CONTEXT_MEMORIES,
+        )
+        if claimed is None:
+            return None
+        session_id, is_new, recent, ranked = claimed
+        return SessionStartResponse(
+            session_id=statements.values.uuid_text(session_id),
+            is_new=is_new,
+            sessions_context=selectors.session_summaries(recent, statements.values),
+            memories=selectors.ranked_memories(ranked, statements.values, now=now, config=config),
+        )
+
+    def close_expired_then_claim() -> SessionStartResponse:
+        session = _locked_active_session(user_id, using=using)
+        if session is not None and _is_expired(session, now=timezone.now(), config=config):
+            auto_close(session, config=config, using=using)
+        response = claim()
+        if response is None:  # it expired between the two reads: run again, it is closed then
+            raise RaceLost("the active session expired while it was being read")
+        return response
+
+    return claim() or atomic_with_retry(close_expired_then_claim, using=using)
 
 
 def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | None, int]:

@@ -6,6 +6,11 @@ on the connection's cursor, with plain values in and out (``DbValues`` converts 
 would); the session slow path (open, auto-close) gets model instances built by ``from_db``.
 The decisions stay in ``sessions`` and ``observations``; every statement here is scoped by
 ``user_id`` or by an id the caller already scoped.
+
+Row limits are written into the SQL, not passed as parameters: with ``LIMIT $n`` a prepared
+statement's generic plan cannot know how many rows come back, so PostgreSQL kept planning anew
+(measured: the recent-sessions read never got a generic plan). They come from validated
+integer settings, and each text is built once per value.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import uuid
 from datetime import datetime
 from functools import cache
 
+from ..conf import get_config
 from ..dbvalues import DbValues
 from ..models import Observation, ObservationRevision, Session, SessionStatus
 from . import scoring
+from .prepared import cursor_opener
 from .transactions import RaceLost
 
 OBS = Observation._meta.db_table
@@ -45,10 +52,16 @@ INSERT_SESSION = f"""
     INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
     VALUES (%s, %s, '{ACTIVE}', %s, %s, %s, 0)"""
 
+
+
 # A session's live observations in creation order (the synthetic summary), and their number.
-SUMMARY_ITEMS = f"""
+@cache
+def summary_items_sql(limit: int) -> str:
+    return f"""
     SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL
-    ORDER BY created_at, id LIMIT %s"""
+    ORDER BY created_at, id LIMIT {int(limit)}"""
+
+
 LIVE_IN_SESSION = f"SELECT count(*) FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL"
 CLOSE_SESSION = f"""
     UPDATE {SESSION} SET status = '{COMPLETED}', ended_at = %s, summary = %s, is_auto_generated = %s,
@@ -97,23 +110,30 @@ INSERT_OBSERVATION = f"""
     INSERT INTO {OBS} ({RECORD_COLUMNS}, dedupe_hash)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s, NULL, %s)"""
 
+
+
 # The newest completed sessions with their live observation counts (sessions_context).
-RECENT_SESSIONS = f"""
+@cache
+def recent_sessions_sql(limit: int) -> str:
+    return f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
            (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL) AS n
     FROM {SESSION} s
     WHERE s.user_id = %s AND s.status = '{COMPLETED}'
     ORDER BY s.ended_at DESC, s.id DESC
-    LIMIT %s"""
+    LIMIT {int(limit)}"""
+
 
 # A user's newest live observations (the ContextScore candidates) through ilab_mem_obs_user_updated.
-CONTEXT_CANDIDATES = f"""
+@cache
+def context_candidates_sql(limit: int) -> str:
+    return f"""
     SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s),
            revision_count, duplicate_count
     FROM {OBS}
     WHERE user_id = %s AND deleted_at IS NULL
     ORDER BY updated_at DESC, id DESC
-    LIMIT %s"""
+    LIMIT {int(limit)}"""
 
 
 # updated_at in exact microseconds since the epoch. SQLite stores Django's UTC text
@@ -129,7 +149,7 @@ GREATEST = {"sqlite": "max", "postgresql": "greatest"}
 
 
 @cache
-def ranked_context_sql(vendor: str, weighted_types: int) -> str:
+def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int) -> str:
     """The newest candidates ranked by ContextScore in the database: only the winners come back.
 
     Same order as ranking in Python: score, then newest update, then id (the 32 hex digits on
@@ -154,40 +174,53 @@ def ranked_context_sql(vendor: str, weighted_types: int) -> str:
             FROM {OBS}
             WHERE user_id BETWEEN %s AND %s AND deleted_at IS NULL
             ORDER BY user_id, updated_at DESC, id DESC
-            LIMIT %s
+            LIMIT {int(candidates)}
         ) c
         ORDER BY score DESC, updated_at DESC, id DESC
-        LIMIT %s
+        LIMIT {int(limit)}
     ) w JOIN {OBS} o ON o.id = w.id
     ORDER BY w.score DESC, w.updated_at DESC, w.id DESC"""
 
 
-# PostgreSQL: a reuse start in one statement, so one round trip, committed on its own. Each
-# part keeps its order through ``ord``; columns a part does not use are NULL.
-#   part 0, the bumped session: id
-#   part 1, a recent session:   id, at1 started_at, at2 ended_at, text1 summary, flag, n1 count
-#   part 2, a ranked memory:    id, at1 updated_at, text1 title, text2 content head, text3
-#                               topic_key, text4 type, ref session_id, n1 revisions, n2 duplicates
+# PostgreSQL: a start in one statement, so one round trip, committed on its own (or part of the
+# caller's transaction). It bumps the user's live session, or opens one when the user has no
+# active session at all; ON CONFLICT DO NOTHING waits for a concurrent opener and then yields to
+# it. Only when a session was claimed does it read the context (a one-time filter, so PostgreSQL
+# skips the reads otherwise). Claimed nothing: the user has an expired active session, or lost
+# the race to open one; nothing was written, and the caller takes the slow path.
+# Each part of the result keeps its order through ``ord``; columns a part does not use are NULL.
+#   part 0, the claimed session: id, flag is_new
+#   part 1, a recent session:    id, at1 started_at, at2 ended_at, text1 summary, flag, n1 count
+#   part 2, a ranked memory:     id, at1 updated_at, text1 title, text2 content head, text3
+#                                topic_key, text4 type, ref session_id, n1 revisions, n2 duplicates
+OPEN_IF_NONE_ACTIVE = f"""
+    INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
+    SELECT %s, %s, '{ACTIVE}', %s, %s, false, 0
+    WHERE NOT EXISTS (SELECT 1 FROM {SESSION} WHERE user_id = %s AND status = '{ACTIVE}')
+    ON CONFLICT (user_id) WHERE status = '{ACTIVE}' DO NOTHING
+    RETURNING id"""
 
 
 @cache
-def reuse_start_sql(weighted_types: int) -> str:
+def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: int) -> str:
     return f"""
     WITH bumped AS ({BUMP_LIVE_SESSION}),
-    recent AS ({RECENT_SESSIONS}),
-    ranked AS ({ranked_context_sql("postgresql", weighted_types)})
+    opened AS ({OPEN_IF_NONE_ACTIVE}),
+    claimed AS (SELECT id, false AS is_new FROM bumped UNION ALL SELECT id, true FROM opened),
+    recent AS ({recent_sessions_sql(sessions)}),
+    ranked AS ({ranked_context_sql("postgresql", weighted_types, candidates, limit)})
     SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz AS at1, NULL::timestamptz AS at2,
            NULL::text AS text1, NULL::text AS text2, NULL::text AS text3, NULL::text AS text4,
-           NULL::uuid AS ref, NULL::boolean AS flag, NULL::bigint AS n1, NULL::bigint AS n2
-    FROM bumped
+           NULL::uuid AS ref, is_new AS flag, NULL::bigint AS n1, NULL::bigint AS n2
+    FROM claimed
     UNION ALL
     SELECT 1, row_number() OVER (ORDER BY ended_at DESC, id DESC), id, started_at, ended_at,
            summary, NULL, NULL, NULL, NULL, is_auto_generated, n, NULL
-    FROM recent
+    FROM recent WHERE EXISTS (SELECT 1 FROM claimed)
     UNION ALL
     SELECT 2, row_number() OVER (ORDER BY score DESC, updated_at DESC, id DESC), id, updated_at, NULL,
            title, content_head, topic_key, type, session_id, NULL, revision_count, duplicate_count
-    FROM ranked
+    FROM ranked WHERE EXISTS (SELECT 1 FROM claimed)
     ORDER BY part, ord"""
 
 
@@ -197,9 +230,10 @@ class Statements:
     def __init__(self, using: str):
         self.values = DbValues(using)
         self._connection = self.values.connection
+        self._cursor = cursor_opener(self._connection, prepare=get_config().PREPARED_STATEMENTS)
 
     def _run(self, sql: str, params: list):
-        with self._connection.cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
 
@@ -225,7 +259,7 @@ class Statements:
 
     def summary_items(self, session_id: uuid.UUID, limit: int) -> list[tuple[str, str]]:
         """(type, title) of the session's first ``limit`` live observations, in creation order."""
-        return self._run(SUMMARY_ITEMS, [self.values.uuid_param(session_id), limit])
+        return self._run(summary_items_sql(limit), [self.values.uuid_param(session_id)])
 
     def live_in_session(self, session_id: uuid.UUID) -> int:
         return self._run(LIVE_IN_SESSION, [self.values.uuid_param(session_id)])[0][0]
@@ -291,12 +325,12 @@ class Statements:
         ])
 
     def _run_write(self, sql: str, params: list) -> None:
-        with self._connection.cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(sql, params)
 
     def recent_sessions(self, user_id: str, limit: int) -> list[tuple]:
         """(id, started_at, ended_at, summary, is_auto_generated, live observation count) rows."""
-        return self._run(RECENT_SESSIONS, [user_id, limit])
+        return self._run(recent_sessions_sql(limit), [user_id])
 
     @property
     def ranks_context_in_sql(self) -> bool:
@@ -310,41 +344,42 @@ class Statements:
     def ranked_context(self, user_id: str, *, now: datetime, type_weights: dict[str, float],
                        head_chars: int, candidates: int, limit: int) -> list[tuple]:
         """The ``limit`` best of the newest ``candidates``: candidate columns plus the score."""
-        sql = ranked_context_sql(self._connection.vendor, len(type_weights))
+        sql = ranked_context_sql(self._connection.vendor, len(type_weights), candidates, limit)
         params = scoring.context_value_params(now=now, type_weights=type_weights)
-        return self._run(sql, [head_chars, *params, user_id, user_id, candidates, limit])
+        return self._run(sql, [head_chars, *params, user_id, user_id])
 
     @property
     def starts_in_one_statement(self) -> bool:
         return self._connection.vendor == "postgresql" and self.ranks_context_in_sql
 
-    def reuse_start(self, user_id: str, *, now: datetime, live_since: datetime, sessions: int,
+    def claim_start(self, user_id: str, *, now: datetime, live_since: datetime, sessions: int,
                     type_weights: dict[str, float], head_chars: int, candidates: int, limit: int):
-        """Bump the live session and read what a start returns, in one statement (PostgreSQL).
+        """Bump the live session or open the first one, and read what a start returns (PostgreSQL).
 
-        Returns (session id or None, recent session rows, ranked memory rows) in the row shapes
-        of ``recent_sessions`` and ``ranked_context``. With no live session nothing was written.
+        Returns (session id, is_new, recent session rows, ranked memory rows) in the row shapes
+        of ``recent_sessions`` and ``ranked_context``; None when it claimed nothing (see
+        ``claim_start_sql``), and then nothing was written.
         """
         at = self.values.datetime_param
         params = [
             at(now), user_id, at(live_since),
-            user_id, sessions,
-            head_chars, *scoring.context_value_params(now=now, type_weights=type_weights),
-            user_id, user_id, candidates, limit,
+            uuid.uuid4(), user_id, at(now), at(now), user_id,
+            user_id,
+            head_chars, *scoring.context_value_params(now=now, type_weights=type_weights), user_id, user_id,
         ]
-        session_id, recent, ranked = None, [], []
+        claimed, recent, ranked = None, [], []
         for part, _, id_, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2 in self._run(
-            reuse_start_sql(len(type_weights)), params
+            claim_start_sql(len(type_weights), sessions, candidates, limit), params
         ):
             if part == 0:
-                session_id = id_
+                claimed = (id_, flag)
             elif part == 1:
                 recent.append((id_, at1, at2, text1, flag, n1))
             else:
                 ranked.append((id_, text4, text1, text3, ref, at1, text2, n1, n2))
-        return session_id, recent, ranked
+        return None if claimed is None else (*claimed, recent, ranked)
 
     def context_candidates(self, user_id: str, *, head_chars: int, limit: int) -> list[tuple]:
         """(id, type, title, topic_key, session_id, updated_at, content head, revision_count,
         duplicate_count) rows, newest update first."""
-        return self._run(CONTEXT_CANDIDATES, [head_chars, user_id, limit])
+        return self._run(context_candidates_sql(limit), [head_chars, user_id])

@@ -1,0 +1,119 @@
+"""PostgreSQL: a start is one prepared statement that bumps or opens the session and reads."""
+
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext, override_settings
+from django.utils import timezone
+
+from ilab_memory.conf import get_config
+from ilab_memory.models import Session, SessionStatus
+from ilab_memory.services.statements import Statements
+from tests.factories import ObservationFactory, SessionFactory
+
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement start")
+
+
+def claim(user_id: str, *, now=None):
+    config = get_config()
+    now = now or timezone.now()
+    return Statements("default").claim_start(
+        user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS), sessions=5,
+        type_weights=config.TYPE_WEIGHTS, head_chars=301, candidates=200, limit=10,
+    )
+
+
+def prepared_statements() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_it_opens_the_first_session_then_bumps_it(db):
+    ObservationFactory(user_id="alice", session=SessionFactory(user_id="alice", completed=True))
+    opened_id, is_new, recent, ranked = claim("alice")
+    assert is_new and len(recent) == 1 and len(ranked) == 1
+    later = timezone.now() + timedelta(minutes=5)
+    bumped_id, is_new, _, _ = claim("alice", now=later)
+    assert (bumped_id, is_new) == (opened_id, False)
+    assert Session.objects.get(pk=opened_id).last_activity_at == later
+
+
+def test_an_expired_session_is_left_to_the_slow_path_untouched(db):
+    expired_at = timezone.now() - timedelta(hours=30)
+    session = SessionFactory(user_id="alice", last_activity_at=expired_at)
+    assert claim("alice") is None
+    session.refresh_from_db()
+    assert (session.status, session.last_activity_at) == (SessionStatus.ACTIVE, expired_at)
+    assert Session.objects.filter(user_id="alice").count() == 1
+
+
+def test_the_statements_run_prepared(mem):
+    mem.mem_session_start("alice")
+    mem.mem_save("alice", "Title", "Body")
+    prepared = prepared_statements()
+    assert any("WITH bumped AS" in text for text in prepared)
+    assert any(text.lstrip().startswith("INSERT INTO ilab_memory_observation") for text in prepared)
+
+
+def test_while_django_logs_queries_they_run_unprepared_with_their_sql_in_the_log(mem):
+    with CaptureQueriesContext(connection) as queries:
+        mem.mem_session_start("alice")
+    assert not any("WITH bumped AS" in text for text in prepared_statements())
+    assert "WITH bumped AS" in queries.captured_queries[0]["sql"]
+    assert "'alice'" in queries.captured_queries[0]["sql"]
+
+
+def test_prepared_statements_can_be_turned_off(mem):
+    mem.mem_session_start("alice")  # opens the session (its statement may be prepared: on by default)
+    before = prepared_statements()
+    with override_settings(ILAB_MEMORY={"PREPARED_STATEMENTS": False}):
+        mem.mem_save("bob", "Title", "Body")
+        mem.mem_session_start("carol")
+        mem.mem_context("carol")
+    assert prepared_statements() == before
+
+
+def test_errors_from_a_prepared_statement_are_djangos(db):
+    statements = Statements("default")
+    statements.insert_session("alice", now=timezone.now())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        statements.insert_session("alice", now=timezone.now())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_start_that_loses_the_race_to_open_joins_the_winner(tmem):
+    import psycopg
+
+    settings = connection.settings_dict
+    other = psycopg.connect(dbname=settings["NAME"], host=settings["HOST"], port=settings["PORT"] or 5432,
+                            user=settings["USER"])
+    winner_id = uuid.uuid4()
+    now = timezone.now()
+    # The winner has inserted the user's first session and not committed yet.
+    other.execute(
+        "INSERT INTO ilab_memory_session (id, user_id, status, started_at, last_activity_at, "
+        "is_auto_generated, redacted_blocks) VALUES (%s, 'alice', 'active', %s, %s, false, 0)",
+        (winner_id, now, now),
+    )
+    result = {}
+
+    def start():
+        try:
+            result["response"] = tmem.mem_session_start("alice")
+        finally:
+            connection.close()
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    time.sleep(0.3)  # the starter is now waiting on the winner's uncommitted row
+    other.commit()
+    other.close()
+    starter.join(timeout=30)
+    response = result["response"]
+    assert (response.session_id, response.is_new) == (str(winner_id), False)
+    assert Session.objects.filter(user_id="alice").count() == 1
