@@ -35,7 +35,10 @@ class Scratch:
             return raw
         import psycopg
 
-        return psycopg.connect(self.url, autocommit=True)  # transactions are explicit, as in Django
+        raw = psycopg.connect(self.url, autocommit=True)  # transactions are explicit, as in Django
+        # psycopg prepares a statement from its fifth run; keep generic plans, as ilab_memory does.
+        raw.execute("SET plan_cache_mode = force_generic_plan")
+        return raw
 
     def env(self) -> dict[str, str]:
         """Environment for a demo-site process (gunicorn, manage.py) on this database."""

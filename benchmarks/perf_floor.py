@@ -141,7 +141,8 @@ class Floor:
         at, since = moment, moment - timedelta(hours=24)
         params = (at, user_id, since, uuid.uuid4(), user_id, at, at, user_id, user_id, self.preview,
                   *scoring.context_value_params(now=moment, type_weights=self.weights), user_id, user_id)
-        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories)
+        relaxed = self.raw.info.transaction_status == 0  # idle: it commits on its own, as ours does
+        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories, relax_commit=relaxed)
         return self._run(sql, params).fetchall()
 
     def start_reuse(self, user_id: str):

@@ -116,8 +116,10 @@ class Observation(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user_id = models.CharField(_("user id"), max_length=255)
+    # No index of its own: ilab_mem_obs_session_created leads with session_id and serves the
+    # foreign key's lookups; a second one only cost every write (measured on saves).
     session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="observations", verbose_name=_("session")
+        Session, on_delete=models.CASCADE, related_name="observations", verbose_name=_("session"), db_index=False
     )
     type = models.CharField(_("type"), max_length=40, default="manual")
     title = models.TextField(_("title"))
