@@ -83,12 +83,13 @@ def session_observation_count(session_id, *, using: str = "default") -> int:
 
 
 def context_memories(
-    *, user_id: str, limit: int, config: Config | None = None, using: str = "default", now: datetime | None = None
+    *, user_id: str, limit: int, config: Config | None = None, using: str = "default", now: datetime | None = None,
+    statements: Statements | None = None,
 ) -> list[ObservationCompact]:
     """The user's live observations ranked by ContextScore over the newest candidates."""
     config = config or get_config()
     now = now or timezone.now()
-    statements = Statements(using)
+    statements = statements or Statements(using)
     weights = config.TYPE_WEIGHTS
     if statements.ranks_context_in_sql:
         # Hot path (every session start): the database ranks, only the winners come back.

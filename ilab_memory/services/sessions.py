@@ -102,13 +102,17 @@ def claim_active_session(statements: Statements, user_id: str, *, now: datetime,
     """The user's active session, alive until ``now``: (its id as a query parameter, is_new).
 
     Must run inside a transaction. The common case, a live session, is one statement that finds
-    it and bumps it (SPEC §3 steps 2 and 6 at once: same result in the same transaction). No
-    live session (none, or expired) goes through ``resolve_active_session``.
+    it and bumps it (SPEC §3 steps 2 and 6 at once: same result in the same transaction). A
+    user without an active session gets one from a second statement. An expired session, or a
+    concurrent writer's new one, goes through ``resolve_active_session``.
     """
     live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
     session_id = statements.bump_live_session(user_id, now=now, live_since=live_since)
     if session_id is not None:
         return session_id, False
+    session_id = statements.open_if_none_active(user_id, now=now)
+    if session_id is not None:
+        return session_id, True
     session, is_new = resolve_active_session(user_id, now=now, config=config, using=using)
     if not is_new:  # opened by a concurrent writer after the bump looked
         touch(session, now=now, using=using)
@@ -129,11 +133,12 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
         return SessionStartResponse(
             session_id=statements.values.uuid_text(session_id),
             is_new=is_new,
-            sessions_context=selectors.sessions_context(
-                user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using
+            sessions_context=selectors.session_summaries(
+                statements.recent_sessions(user_id, config.CONTEXT_SESSIONS), statements.values
             ),
             memories=selectors.context_memories(
-                user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
+                user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now,
+                statements=statements,
             ),
         )
 

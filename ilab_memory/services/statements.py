@@ -259,6 +259,16 @@ class Statements:
         rows = self._run(ACTIVE_SESSION + lock, [user_id])
         return self._session(rows[0]) if rows else None
 
+    def open_if_none_active(self, user_id: str, *, now: datetime):
+        """Open the user's session when the user has no active one; its id as stored, or None.
+
+        None: an active session exists (expired, since the caller's bump found none live), or a
+        concurrent writer just opened one (PostgreSQL waits for it, then inserts nothing).
+        """
+        at = self.values.datetime_param(now)
+        rows = self._run(OPEN_IF_NONE_ACTIVE, [self.values.uuid_param(uuid.uuid4()), user_id, at, at, user_id])
+        return rows[0][0] if rows else None
+
     def insert_session(self, user_id: str, *, now: datetime) -> Session:
         """Open an active session for the user (the one-active-session index refuses a second)."""
         session_id, at = uuid.uuid4(), self.values.datetime_param(now)
