@@ -83,12 +83,23 @@ KEEP_REVISION = _KEEP_REVISION.format(where="id = %s")
 
 # ``deleted_at IS NULL`` again in the outer WHERE: PostgreSQL re-checks it after waiting for a
 # concurrent soft delete, so a deleted row is never revised or counted.
-REVISE = f"""
+_REVISE = f"""
     UPDATE {OBS} SET type = %s, title = %s, content = %s, metadata = %s, dedupe_hash = %s,
         revision_count = revision_count + 1, redacted_blocks = redacted_blocks + %s,
         session_id = %s, updated_at = %s, last_seen_at = %s
-    WHERE id = %s AND user_id = %s AND deleted_at IS NULL
+    WHERE id = {{which}} AND user_id = %s AND deleted_at IS NULL
     RETURNING {RECORD_COLUMNS}"""
+REVISE = _REVISE.format(which="%s")
+
+# PostgreSQL: keep the topic's version and replace it in one statement (one round trip less).
+# One snapshot is safe here because the caller's bump holds the session's row lock: no other
+# save or update of the user runs in between, and a concurrent soft delete is re-checked by
+# the UPDATE after its wait. The first column tells "no such topic" (0 kept) from "deleted
+# meanwhile" (kept, but nothing revised).
+REVISE_TOPIC_IN_ONE = f"""
+    WITH kept AS ({KEEP_TOPIC_REVISION}),
+    revised AS ({_REVISE.format(which="(SELECT observation_id FROM kept)")})
+    SELECT (SELECT count(*) FROM kept), revised.* FROM (SELECT 1) AS one LEFT JOIN revised ON true"""
 
 _DUPLICATE = """
     UPDATE {obs} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
@@ -308,20 +319,26 @@ class Statements:
                      session_id, now: datetime) -> tuple | None:
         """Revise the user's live observation of ``topic_key``, its old version kept in the history.
 
-        None when no live observation has the topic. Raises RaceLost when it was soft-deleted by
-        a concurrent writer between the two statements (PostgreSQL; the retry sees the delete).
+        None when no live observation has the topic. Raises RaceLost when a concurrent writer
+        soft-deleted it between the copy and the replace (PostgreSQL; the retry sees the delete).
         """
         at = self.values.datetime_param(now)
-        copied = self._run(KEEP_TOPIC_REVISION, [at, user_id, topic_key])
-        if not copied:
-            return None
-        rows = self._run(REVISE, [
+        new_values = [
             fields["type"], fields["title"], fields["content"], self.values.json_param(fields["metadata"]),
-            digest, blocks, session_id, at, at, copied[0][0], user_id,
-        ])
-        if not rows:
+            digest, blocks, session_id, at, at,
+        ]
+        if self._connection.vendor == "postgresql":
+            kept, *row = self._run(REVISE_TOPIC_IN_ONE, [at, user_id, topic_key, *new_values, user_id])[0]
+            revised = [tuple(row)] if row[0] is not None else []
+        else:
+            copied = self._run(KEEP_TOPIC_REVISION, [at, user_id, topic_key])
+            kept = len(copied)
+            revised = self._run(REVISE, [*new_values, copied[0][0], user_id]) if copied else []
+        if not kept:
+            return None
+        if not revised:
             raise RaceLost("the observation to revise was deleted meanwhile")
-        return rows[0]
+        return revised[0]
 
     def count_duplicate(self, *, user_id: str, digest: str, since: datetime, topic_key: str | None,
                         blocks: int, session_id, now: datetime) -> tuple | None:
