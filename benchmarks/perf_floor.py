@@ -224,6 +224,8 @@ class Floor:
         def work():
             if not write_only:
                 self.bump(user_id, moment)
+                if self.vendor == "postgresql":  # the duplicate check and the insert in one, as ours
+                    return self._duplicate_or_insert(user_id, session_id, digest, moment, row)
                 self._duplicate(user_id, session_id, digest, moment)
             self._run(f"INSERT INTO {OBS} ({OBSERVATION_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})", row)
         self._transaction(work)
@@ -232,6 +234,15 @@ class Floor:
         since = self._at(moment - timedelta(minutes=15))
         return self._run(DUPLICATE, (self._at(moment), session_id, user_id, digest, since)).fetchone()
 
+    def _duplicate_or_insert(self, user_id: str, session_id, digest: str, moment: datetime, row=None):
+        """PostgreSQL: ilab_memory's statement that counts the twin or inserts (``row``, or a stub)."""
+        since = moment - timedelta(minutes=15)
+        observation_id, _, _, type_, title, content, topic_key = (row or (uuid.uuid4(), 0, 0, "manual", "-", "-", None))[:7]
+        params = (0, session_id, moment, user_id, digest, since,
+                  observation_id, user_id, session_id, type_, title, content, topic_key, "{}", 0,
+                  moment, moment, moment, digest)
+        return self._run(ours.COUNT_DUPLICATE_OR_INSERT[False], params).fetchone()
+
     def save_duplicate(self, user_id: str, session_id, *, digest: str, write_only: bool = False) -> None:
         """Bump the session, then one UPDATE that finds the recent twin through the dedupe index."""
         moment = self.now()
@@ -239,6 +250,8 @@ class Floor:
         def work():
             if not write_only:
                 self.bump(user_id, moment)
+                if self.vendor == "postgresql":  # the statement ours runs (it finds the twin)
+                    return self._duplicate_or_insert(user_id, session_id, digest, moment)
             self._duplicate(user_id, session_id, digest, moment)
         self._transaction(work)
 

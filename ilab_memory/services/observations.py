@@ -113,17 +113,14 @@ def observation_save(
             )
             if row is not None:
                 return SaveResult(action=REVISED, observation=records.observation_record_from_row(row, statements.values))
-        row = statements.count_duplicate(
-            user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
-            topic_key=values["topic_key"], blocks=blocks, session_id=session_id, now=now,
+        observation_id = uuid.uuid4()
+        row = statements.count_duplicate_or_insert(
+            observation_id=observation_id, user_id=user_id, digest=digest,
+            since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES), fields=values, blocks=blocks,
+            session_id=session_id, now=now,
         )
         if row is not None:
             return SaveResult(action=DUPLICATE, observation=records.observation_record_from_row(row, statements.values))
-        observation_id = uuid.uuid4()
-        statements.insert_observation(
-            observation_id=observation_id, user_id=user_id, session_id=session_id, fields=values,
-            digest=digest, blocks=blocks, now=now,
-        )
         # The record of what was just written, from the values themselves (no read back).
         row = (observation_id, user_id, session_id, values["type"], values["title"], values["content"],
                values["topic_key"], values["metadata"], 1, 1, blocks, now, now, now, None)

@@ -117,9 +117,27 @@ COUNT_DUPLICATE_ADOPT_TOPIC = _DUPLICATE.format(
     obs=OBS, adopt_topic=", topic_key = coalesce(topic_key, %s)", columns=RECORD_COLUMNS
 )
 
+_NEW_OBSERVATION = "%s, %s, %s, %s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s, NULL::timestamptz, %s"
 INSERT_OBSERVATION = f"""
     INSERT INTO {OBS} ({RECORD_COLUMNS}, dedupe_hash)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, 1, %s, %s, %s, %s, NULL, %s)"""
+    VALUES ({_NEW_OBSERVATION.replace("::timestamptz", "")})"""
+
+# PostgreSQL: count the repeat, or insert when there is none, in one statement after the bump
+# (one round trip less). Safe for the same reason as the revise: the bump's row lock keeps the
+# user's other saves out, so the twin this snapshot misses does not exist. The first column
+# tells a created row (1) from a counted twin (0, then the twin's columns).
+_COUNT_DUPLICATE_OR_INSERT = f"""
+    WITH twin AS ({{duplicate}}),
+    created AS (
+        INSERT INTO {OBS} ({RECORD_COLUMNS}, dedupe_hash)
+        SELECT {_NEW_OBSERVATION} WHERE NOT EXISTS (SELECT 1 FROM twin)
+        RETURNING id
+    )
+    SELECT (SELECT count(*) FROM created), twin.* FROM (SELECT 1) AS one LEFT JOIN twin ON true"""
+COUNT_DUPLICATE_OR_INSERT = {
+    adopt: _COUNT_DUPLICATE_OR_INSERT.format(duplicate=COUNT_DUPLICATE_ADOPT_TOPIC if adopt else COUNT_DUPLICATE)
+    for adopt in (False, True)
+}
 
 
 
@@ -340,26 +358,26 @@ class Statements:
             raise RaceLost("the observation to revise was deleted meanwhile")
         return revised[0]
 
-    def count_duplicate(self, *, user_id: str, digest: str, since: datetime, topic_key: str | None,
-                        blocks: int, session_id, now: datetime) -> tuple | None:
-        """Count a repeat on the newest live twin created at or after ``since``; None if none."""
+    def count_duplicate_or_insert(self, *, observation_id: uuid.UUID, user_id: str, digest: str, since: datetime,
+                                  fields: dict, blocks: int, session_id, now: datetime) -> tuple | None:
+        """Count a repeat on the newest live twin created at or after ``since`` and return its
+        row; with no twin, insert the observation and return None."""
         at = self.values.datetime_param
-        params = [blocks, session_id, at(now)]
-        sql = COUNT_DUPLICATE
-        if topic_key is not None:
-            sql = COUNT_DUPLICATE_ADOPT_TOPIC
-            params.append(topic_key)
-        rows = self._run(sql, [*params, user_id, digest, at(since)])
-        return rows[0] if rows else None
-
-    def insert_observation(self, *, observation_id: uuid.UUID, user_id: str, session_id, fields: dict,
-                           digest: str, blocks: int, now: datetime) -> None:
-        at = self.values.datetime_param(now)
-        self._run_write(INSERT_OBSERVATION, [
+        adopt = fields["topic_key"] is not None  # the repeat keeps a topic the first save lacked
+        twin = [blocks, session_id, at(now), *([fields["topic_key"]] if adopt else []), user_id, digest, at(since)]
+        new = [
             self.values.uuid_param(observation_id), user_id, session_id, fields["type"], fields["title"],
             fields["content"], fields["topic_key"], self.values.json_param(fields["metadata"]),
-            blocks, at, at, at, digest,
-        ])
+            blocks, at(now), at(now), at(now), digest,
+        ]
+        if self._connection.vendor == "postgresql":
+            created, *row = self._run(COUNT_DUPLICATE_OR_INSERT[adopt], [*twin, *new])[0]
+            return None if created else tuple(row)
+        rows = self._run(COUNT_DUPLICATE_ADOPT_TOPIC if adopt else COUNT_DUPLICATE, twin)
+        if rows:
+            return rows[0]
+        self._run_write(INSERT_OBSERVATION, new)
+        return None
 
     def _run_write(self, sql: str, params: list) -> None:
         with self._cursor() as cursor:
