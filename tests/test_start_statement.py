@@ -119,9 +119,9 @@ def test_a_start_that_loses_the_race_to_open_joins_the_winner(tmem):
     assert Session.objects.filter(user_id="alice").count() == 1
 
 
-def synchronous_commit() -> str:
+def show(setting: str) -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
+        cursor.execute(f"SHOW {setting}")
         return cursor.fetchone()[0]
 
 
@@ -132,7 +132,7 @@ def test_a_reuse_on_its_own_skips_the_flush_for_that_commit_only(tmem):
         tmem.mem_session_start("alice")
     assert "set_config('synchronous_commit', 'off', true)" in queries.captured_queries[0]["sql"]
     tmem.mem_session_start("alice")  # prepared, as in production
-    assert synchronous_commit() == "on"  # the setting ended with the start's own transaction
+    assert show("synchronous_commit") == "on"  # the setting ended with the start's own transaction
 
 
 @pytest.mark.django_db(transaction=True)
@@ -142,23 +142,17 @@ def test_inside_a_callers_transaction_the_commit_waits_for_the_flush(tmem):
         with CaptureQueriesContext(connection) as queries:
             tmem.mem_session_start("alice")
         tmem.mem_session_start("alice")
-        assert synchronous_commit() == "on"
+        assert show("synchronous_commit") == "on"
     assert "synchronous_commit" not in queries.captured_queries[0]["sql"]
-
-
-def plan_cache_mode() -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW plan_cache_mode")
-        return cursor.fetchone()[0]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_connection_keeps_generic_plans_unless_the_site_prepares_its_own(tmem):
     connection.close()
     tmem.mem_session_start("alice")
-    assert plan_cache_mode() == "force_generic_plan"
+    assert show("plan_cache_mode") == "force_generic_plan"
     connection.close()
     connection.ensure_connection()
     connection.connection.prepare_threshold = 5  # as OPTIONS {"prepare_threshold": 5} would
     tmem.mem_session_start("alice")
-    assert plan_cache_mode() == "auto"
+    assert show("plan_cache_mode") == "auto"

@@ -415,7 +415,7 @@ class Statements:
         of ``recent_sessions`` and ``ranked_context``; None when it claimed nothing (see
         ``claim_start_sql``), and then nothing was written.
         """
-        relax_commit = not self._connection.in_atomic_block  # it commits on its own
+        relax_commit = self._connection.get_autocommit()  # it is its own transaction
         at = self.values.datetime_param
         params = [
             at(now), user_id, at(live_since),
