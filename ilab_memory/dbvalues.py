@@ -71,7 +71,7 @@ class DbValues:
             # UUID to print it (a start prints 25 of them).
             value = value.lower()
             return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
-        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(value))
+        return str(DbValues.uuid(value))
 
     @staticmethod
     def json(value):

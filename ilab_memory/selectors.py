@@ -1,6 +1,6 @@
 """Reads, each scoped by user_id and composed from the queryset methods of ``models``.
 
-The two reads every session start makes (``sessions_context``, ``context_memories``) use the
+The two reads every session start makes (the recent sessions, ``context_memories``) use the
 fixed SQL of ``services.statements`` instead: measured, building their ORM queries cost more than
 running them.
 """
@@ -41,12 +41,6 @@ def compact_rows(queryset, *, preview_chars: int, extra: tuple[str, ...] = ()):
     return queryset.annotate(content_head=Substr("content", 1, preview_chars + 1)).values(
         *COMPACT_FIELDS, *extra
     )
-
-
-def sessions_context(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
-    """The user's most recent completed sessions, newest ``ended_at`` first."""
-    statements = Statements(using)
-    return session_summaries(statements.recent_sessions(user_id, max(0, limit)), statements.values)
 
 
 def session_summaries(rows, values) -> list[SessionSummaryCompact]:
