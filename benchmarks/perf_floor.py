@@ -23,6 +23,7 @@ from ilab_memory.services import statements as ours
 from .perf_data import OBSERVATION_COLUMNS, _utc_naive_text
 
 OBS = search_index.OBSERVATION_TABLE
+SUMMARY_PREFIX, SUMMARY_ITEMS = "Memorias registradas:", 20  # the defaults
 SESSION = "ilab_memory_session"
 COMPLETED_SESSIONS = f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
@@ -137,12 +138,15 @@ class Floor:
         self._transaction(lambda: self.bump(user_id, moment))
 
     def _claim(self, user_id: str, moment: datetime):
-        """PostgreSQL: ilab_memory's one start statement (bump or open, then the reads)."""
-        at, since = moment, moment - timedelta(hours=24)
-        params = (at, user_id, since, uuid.uuid4(), user_id, at, at, user_id, user_id, self.preview,
-                  *scoring.context_value_params(now=moment, type_weights=self.weights), user_id, user_id)
+        """PostgreSQL: ilab_memory's one start statement (bump, or close and open, or open; the reads)."""
+        at, timeout = moment, timedelta(hours=24)
+        since = moment - timeout
+        params = (at, user_id, since, timeout, SUMMARY_PREFIX, user_id, since, uuid.uuid4(), user_id, at, at, user_id,
+                  user_id, self.preview, *scoring.context_value_params(now=moment, type_weights=self.weights),
+                  user_id, user_id)
         relaxed = self.raw.info.transaction_status == 0  # idle: it commits on its own, as ours does
-        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories, relax_commit=relaxed)
+        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories, SUMMARY_ITEMS,
+                                   relax_commit=relaxed)
         return self._run(sql, params).fetchall()
 
     def start_reuse(self, user_id: str):
@@ -181,34 +185,29 @@ class Floor:
     def start_auto_close(self, user_id: str):
         """The expired session closed with its synthetic summary, a new one opened, the reads.
 
-        PostgreSQL: the one statement first (it claims nothing), then in a transaction the
-        close and the same statement again, as ilab_memory does (without its per-user lock).
+        PostgreSQL: the one start statement, which does all of it, as ilab_memory does.
         """
         moment = self.now()
+        if self.vendor == "postgresql":
+            return self._claim(user_id, moment)
         now = self._at(moment)
-        postgresql = self.vendor == "postgresql"
 
         def work():
-            if not postgresql:
-                self.bump(user_id, moment)
+            self.bump(user_id, moment)
             session_id, _ = self.active_session(user_id)
             items = self._run(
                 f"SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL "
-                "ORDER BY created_at, id LIMIT 21",
+                f"ORDER BY created_at, id LIMIT {SUMMARY_ITEMS + 1}",
                 (session_id,),
             ).fetchall()
-            summary = "Memorias registradas: " + (", ".join(f"[{t}] {x}" for t, x in items) or "(ninguna)")
+            summary = f"{SUMMARY_PREFIX} " + (", ".join(f"[{t}] {x}" for t, x in items) or "(ninguna)")
             self._run(
                 f"UPDATE {SESSION} SET status = 'completed', ended_at = %s, summary = %s, is_auto_generated = %s "
                 "WHERE id = %s",
                 (self._at(moment - timedelta(hours=1)), summary, True, session_id),
             )
-            if postgresql:
-                return self._claim(user_id, moment)
             self._insert_session(user_id, now)
             return self.context_reads(user_id)
-        if postgresql:
-            self._claim(user_id, moment)
         return self._transaction(work)
 
     # -- observations --------------------------------------------------------------------

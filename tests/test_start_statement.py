@@ -22,8 +22,9 @@ def claim(user_id: str, *, now=None):
     config = get_config()
     now = now or timezone.now()
     return Statements("default").claim_start(
-        user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS), sessions=5,
+        user_id, now=now, timeout=timedelta(hours=config.SESSION_TIMEOUT_HOURS), sessions=5,
         type_weights=config.TYPE_WEIGHTS, head_chars=301, candidates=200, limit=10,
+        summary_prefix=config.AUTO_SUMMARY_PREFIX, summary_items=config.AUTO_SUMMARY_MAX_ITEMS,
     )
 
 
@@ -43,13 +44,18 @@ def test_it_opens_the_first_session_then_bumps_it(db):
     assert Session.objects.get(pk=opened_id).last_activity_at == later
 
 
-def test_an_expired_session_is_left_to_the_slow_path_untouched(db):
+def test_an_expired_session_is_closed_and_the_next_opened_by_the_same_statement(db):
     expired_at = timezone.now() - timedelta(hours=30)
     session = SessionFactory(user_id="alice", last_activity_at=expired_at)
-    assert claim("alice") is None
+    ObservationFactory(user_id="alice", session=session, title="Kept", type="decision")
+    opened_id, is_new, recent, _ = claim("alice")
     session.refresh_from_db()
-    assert (session.status, session.last_activity_at) == (SessionStatus.ACTIVE, expired_at)
-    assert Session.objects.filter(user_id="alice").count() == 1
+    assert is_new and opened_id != session.pk
+    assert (session.status, session.ended_at) == (SessionStatus.COMPLETED, expired_at + timedelta(hours=24))
+    assert (session.summary, session.is_auto_generated) == ("Memorias registradas: [decision] Kept", True)
+    # The reads see the session it closed, although their snapshot still holds it as active.
+    assert [row[0] for row in recent] == [session.pk] and recent[0][3] == session.summary and recent[0][5] == 1
+    assert Session.objects.get(user_id="alice", status=SessionStatus.ACTIVE).pk == opened_id
 
 
 def test_the_statements_run_prepared(mem):
@@ -85,13 +91,36 @@ def test_errors_from_a_prepared_statement_are_djangos(db):
         statements.insert_session("alice", now=timezone.now())
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_start_that_loses_the_race_to_open_joins_the_winner(tmem):
+def other_connection():
     import psycopg
 
     settings = connection.settings_dict
-    other = psycopg.connect(dbname=settings["NAME"], host=settings["HOST"], port=settings["PORT"] or 5432,
-                            user=settings["USER"])
+    return psycopg.connect(dbname=settings["NAME"], host=settings["HOST"], port=settings["PORT"] or 5432,
+                           user=settings["USER"])
+
+
+def start_while(tmem, other, user_id: str):
+    """Start ``user_id`` while ``other`` holds an uncommitted write it waits for; then commit it."""
+    result = {}
+
+    def start():
+        try:
+            result["response"] = tmem.mem_session_start(user_id)
+        finally:
+            connection.close()
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    time.sleep(0.3)  # the starter is now waiting on the other's uncommitted row
+    other.commit()
+    other.close()
+    starter.join(timeout=30)
+    return result["response"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_start_that_loses_the_race_to_open_joins_the_winner(tmem):
+    other = other_connection()
     winner_id = uuid.uuid4()
     now = timezone.now()
     # The winner has inserted the user's first session and not committed yet.
@@ -100,23 +129,26 @@ def test_a_start_that_loses_the_race_to_open_joins_the_winner(tmem):
         "is_auto_generated, redacted_blocks) VALUES (%s, 'alice', 'active', %s, %s, false, 0)",
         (winner_id, now, now),
     )
-    result = {}
-
-    def start():
-        try:
-            result["response"] = tmem.mem_session_start("alice")
-        finally:
-            connection.close()
-
-    starter = threading.Thread(target=start)
-    starter.start()
-    time.sleep(0.3)  # the starter is now waiting on the winner's uncommitted row
-    other.commit()
-    other.close()
-    starter.join(timeout=30)
-    response = result["response"]
+    response = start_while(tmem, other, "alice")
     assert (response.session_id, response.is_new) == (str(winner_id), False)
     assert Session.objects.filter(user_id="alice").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_start_that_waited_for_a_concurrent_end_keeps_its_summary_and_opens_anew(tmem):
+    expired = SessionFactory(user_id="alice", last_activity_at=timezone.now() - timedelta(hours=30))
+    other = other_connection()
+    # mem_session_end in another process: the expired session closed now, with a human summary.
+    other.execute(
+        "UPDATE ilab_memory_session SET status = 'completed', ended_at = now(), summary = 'Ended by hand' "
+        "WHERE id = %s", (expired.pk,),
+    )
+    response = start_while(tmem, other, "alice")
+    expired.refresh_from_db()
+    assert (expired.summary, expired.is_auto_generated) == ("Ended by hand", False)  # not auto-closed over it
+    assert response.is_new and response.session_id != str(expired.pk)
+    assert [s.summary for s in response.sessions_context] == ["Ended by hand"]
+    assert Session.objects.filter(user_id="alice", status=SessionStatus.ACTIVE).count() == 1
 
 
 def show(setting: str) -> str:

@@ -15,7 +15,7 @@ from ..models import Session, SessionStatus
 from ..types import SessionRecord, SessionStartResponse
 from ..validation import check_length, check_text, clean_user_id
 from .privacy import redact
-from .statements import Statements
+from .statements import SUMMARY_MORE, SUMMARY_NONE, Statements
 from .transactions import RaceLost, atomic_with_retry
 
 
@@ -47,16 +47,20 @@ def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
 
 
 def build_auto_summary(session: Session, *, config: Config, using: str) -> str:
-    """``<prefix> [type] title, …`` over the session's live observations in creation order."""
+    """``<prefix> [type] title, …`` over the session's live observations in creation order.
+
+    PostgreSQL's one-statement start writes the same text in SQL (``statements.close_expired_sql``).
+    """
     limit = config.AUTO_SUMMARY_MAX_ITEMS
     statements = Statements(using)
     items = statements.summary_items(session.pk, limit + 1)
     prefix = config.AUTO_SUMMARY_PREFIX
     if not items:
-        return f"{prefix} (ninguna)"
+        return f"{prefix} {SUMMARY_NONE}"
     listed = ", ".join(f"[{type_}] {title}" for type_, title in items[:limit])
     if len(items) > limit:
-        listed += f", … (+{statements.live_in_session(session.pk) - limit})"
+        more_open, more_close = SUMMARY_MORE
+        listed += f"{more_open}{statements.live_in_session(session.pk) - limit}{more_close}"
     return f"{prefix} {listed}"
 
 
@@ -146,20 +150,20 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
 
 
 def _start_in_one_statement(statements: Statements, user_id: str, *, config: Config, using: str):
-    """PostgreSQL: one statement bumps or opens the session and reads the context (one round trip).
+    """PostgreSQL: one statement bumps, auto-closes and opens, or opens, and reads the context.
 
-    It claims nothing when the user's active session has expired (or a concurrent start is
-    opening one); then, under the user's lock, the expired session is auto-closed and the same
-    statement opens the new one, in one transaction.
+    One round trip, one transaction. It claims nothing only when a concurrent writer changed
+    the user's active session after its snapshot; then it runs again and sees that change.
     """
 
     def claim() -> SessionStartResponse | None:
         now = timezone.now()
         claimed = statements.claim_start(
-            user_id, now=now, live_since=now - timedelta(hours=config.SESSION_TIMEOUT_HOURS),
+            user_id, now=now, timeout=timedelta(hours=config.SESSION_TIMEOUT_HOURS),
             sessions=config.CONTEXT_SESSIONS, type_weights=config.TYPE_WEIGHTS,
             head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES,
-            limit=config.CONTEXT_MEMORIES,
+            limit=config.CONTEXT_MEMORIES, summary_prefix=config.AUTO_SUMMARY_PREFIX,
+            summary_items=config.AUTO_SUMMARY_MAX_ITEMS,
         )
         if claimed is None:
             return None
@@ -171,16 +175,13 @@ def _start_in_one_statement(statements: Statements, user_id: str, *, config: Con
             memories=selectors.ranked_memories(ranked, statements.values, now=now, config=config),
         )
 
-    def close_expired_then_claim() -> SessionStartResponse:
-        session = _locked_active_session(user_id, using=using)
-        if session is not None and _is_expired(session, now=timezone.now(), config=config):
-            auto_close(session, config=config, using=using)
+    def claim_again() -> SessionStartResponse:
         response = claim()
-        if response is None:  # it expired between the two reads: run again, it is closed then
-            raise RaceLost("the active session expired while it was being read")
+        if response is None:
+            raise RaceLost("a concurrent writer changed the active session again")
         return response
 
-    return claim() or atomic_with_retry(close_expired_then_claim, using=using)
+    return claim() or atomic_with_retry(claim_again, using=using)
 
 
 def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | None, int]:

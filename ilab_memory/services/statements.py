@@ -16,7 +16,7 @@ integer settings, and each text is built once per value.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 
 from ..conf import get_config
@@ -212,11 +212,12 @@ def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit:
 
 
 # PostgreSQL: a start in one statement, so one round trip, committed on its own (or part of the
-# caller's transaction). It bumps the user's live session, or opens one when the user has no
-# active session at all; ON CONFLICT DO NOTHING waits for a concurrent opener and then yields to
-# it. Only when a session was claimed does it read the context (a one-time filter, so PostgreSQL
-# skips the reads otherwise). Claimed nothing: the user has an expired active session, or lost
-# the race to open one; nothing was written, and the caller takes the slow path.
+# caller's transaction). It bumps the user's live session; or auto-closes an expired one and
+# opens the next; or opens one when the user has no active session at all. ON CONFLICT DO
+# NOTHING waits for a concurrent opener and then yields to it. Only when a session was claimed
+# does it read the context (a one-time filter, so PostgreSQL skips the reads otherwise).
+# Claimed nothing: a concurrent writer changed the active session after this statement's
+# snapshot (closed it, or opened one first); the caller runs the statement again.
 # Each part of the result keeps its order through ``ord``; columns a part does not use are NULL.
 #   part 0, the claimed session: id, flag is_new
 #   part 1, a recent session:    id, at1 started_at, at2 ended_at, text1 summary, flag, n1 count
@@ -225,9 +226,50 @@ def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit:
 OPEN_IF_NONE_ACTIVE = f"""
     INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
     SELECT %s, %s, '{ACTIVE}', %s, %s, false, 0
-    WHERE NOT EXISTS (SELECT 1 FROM {SESSION} WHERE user_id = %s AND status = '{ACTIVE}')
+    WHERE NOT EXISTS (SELECT 1 FROM {SESSION} WHERE user_id = %s AND status = '{ACTIVE}'){{or_closed}}
     ON CONFLICT (user_id) WHERE status = '{ACTIVE}' DO NOTHING
     RETURNING id"""
+# The statement's snapshot still shows the session it closed as active: it also opens when it
+# closed one. Reading ``closed`` runs that UPDATE first, and the unique index does not count
+# a row this transaction has already replaced, so the INSERT cannot conflict with it.
+OPEN_IF_NONE_ACTIVE_OR_CLOSED = OPEN_IF_NONE_ACTIVE.format(or_closed=" OR EXISTS (SELECT 1 FROM closed)")
+OPEN_IF_NONE_ACTIVE = OPEN_IF_NONE_ACTIVE.format(or_closed="")
+
+# The fixed words of the synthetic summary (SPEC §2), shared by ``sessions.build_auto_summary``.
+SUMMARY_NONE = "(ninguna)"
+SUMMARY_MORE = (", … (+", ")")  # around the number of items not listed
+
+
+def _text_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@cache
+def close_expired_sql(max_items: int) -> str:
+    """PostgreSQL: ``sessions.auto_close`` as one UPDATE of the user's expired active session.
+
+    The same fields as the Python version: ended when it expired, a narrative summary kept,
+    else the synthetic one over the live observations in creation order (tests/test_auto_close_sql.py
+    holds the two to the same text). Parameters: the timeout (an interval), the summary prefix,
+    user_id, the oldest live last_activity_at. Returns the closed session as ``recent`` reads it.
+    """
+    live = f"FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL"
+    narrative = "(coalesce(s.summary <> '', false) AND NOT s.is_auto_generated)"
+    more_open, more_close = map(_text_literal, SUMMARY_MORE)
+    n = int(max_items)
+    return f"""
+    UPDATE {SESSION} s SET status = '{COMPLETED}', ended_at = s.last_activity_at + CAST(%s AS interval),
+        summary = CASE WHEN {narrative} THEN s.summary ELSE CAST(%s AS text) || ' ' || coalesce(
+                (SELECT string_agg('[' || i.type || '] ' || i.title, ', ' ORDER BY i.created_at, i.id)
+                 FROM (SELECT o.type, o.title, o.created_at, o.id {live} ORDER BY o.created_at, o.id LIMIT {n}) i),
+                {_text_literal(SUMMARY_NONE)})
+            || CASE WHEN EXISTS (SELECT 1 {live} OFFSET {n})
+                    THEN {more_open} || ((SELECT count(*) {live}) - {n}) || {more_close} ELSE '' END
+        END,
+        is_auto_generated = NOT {narrative},
+        redacted_blocks = CASE WHEN {narrative} THEN s.redacted_blocks ELSE 0 END
+    WHERE s.user_id = %s AND s.status = '{ACTIVE}' AND s.last_activity_at < %s
+    RETURNING s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated"""
 
 
 # When the start only moved last_activity_at forward and commits on its own, that commit does
@@ -240,13 +282,24 @@ RELAXED_COMMIT = ", set_config('synchronous_commit', 'off', true) AS relaxed_com
 
 
 @cache
-def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: int, *, relax_commit: bool) -> str:
+def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: int, summary_items: int, *,
+                    relax_commit: bool) -> str:
     bump = BUMP_LIVE_SESSION + (RELAXED_COMMIT if relax_commit else "")
+    # The session it closed is completed now, but not in the snapshot the reads see: add it.
     return f"""
     WITH bumped AS ({bump}),
-    opened AS ({OPEN_IF_NONE_ACTIVE}),
+    closed AS ({close_expired_sql(summary_items)}),
+    opened AS ({OPEN_IF_NONE_ACTIVE_OR_CLOSED}),
     claimed AS (SELECT id, false AS is_new FROM bumped UNION ALL SELECT id, true FROM opened),
-    recent AS ({recent_sessions_sql(sessions)}),
+    recent AS (
+        SELECT * FROM (
+            SELECT c.id, c.started_at, c.ended_at, c.summary, c.is_auto_generated,
+                   (SELECT count(*) FROM {OBS} o WHERE o.session_id = c.id AND o.deleted_at IS NULL) AS n
+            FROM closed c
+            UNION ALL ({recent_sessions_sql(sessions)})
+        ) r
+        ORDER BY ended_at DESC, id DESC LIMIT {int(sessions)}
+    ),
     ranked AS ({ranked_context_sql("postgresql", weighted_types, candidates, limit)})
     SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz AS at1, NULL::timestamptz AS at2,
            NULL::text AS text1, NULL::text AS text2, NULL::text AS text3, NULL::text AS text4,
@@ -407,9 +460,11 @@ class Statements:
     def starts_in_one_statement(self) -> bool:
         return self._connection.vendor == "postgresql" and self.ranks_context_in_sql
 
-    def claim_start(self, user_id: str, *, now: datetime, live_since: datetime, sessions: int,
-                    type_weights: dict[str, float], head_chars: int, candidates: int, limit: int):
-        """Bump the live session or open the first one, and read what a start returns (PostgreSQL).
+    def claim_start(self, user_id: str, *, now: datetime, timeout: timedelta, sessions: int,
+                    type_weights: dict[str, float], head_chars: int, candidates: int, limit: int,
+                    summary_prefix: str, summary_items: int):
+        """Bump the live session, or open one (auto-closing an expired one first), and read what
+        a start returns (PostgreSQL).
 
         Returns (session id, is_new, recent session rows, ranked memory rows) in the row shapes
         of ``recent_sessions`` and ``ranked_context``; None when it claimed nothing (see
@@ -417,16 +472,17 @@ class Statements:
         """
         relax_commit = self._connection.get_autocommit()  # it is its own transaction
         at = self.values.datetime_param
+        live_since = at(now - timeout)
         params = [
-            at(now), user_id, at(live_since),
+            at(now), user_id, live_since,
+            timeout, summary_prefix, user_id, live_since,
             uuid.uuid4(), user_id, at(now), at(now), user_id,
             user_id,
             head_chars, *scoring.context_value_params(now=now, type_weights=type_weights), user_id, user_id,
         ]
+        sql = claim_start_sql(len(type_weights), sessions, candidates, limit, summary_items, relax_commit=relax_commit)
         claimed, recent, ranked = None, [], []
-        for part, _, id_, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2 in self._run(
-            claim_start_sql(len(type_weights), sessions, candidates, limit, relax_commit=relax_commit), params
-        ):
+        for part, _, id_, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2 in self._run(sql, params):
             if part == 0:
                 claimed = (id_, flag)
             elif part == 1:
