@@ -1,15 +1,20 @@
 """PostgreSQL: the start statement auto-closes in SQL exactly as ``sessions.auto_close`` does."""
 
+import uuid
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import override_settings
+from django.utils import timezone
 
 from ilab_memory.conf import get_config
 from ilab_memory.models import Session, SessionStatus
+from ilab_memory.services import scoring
 from ilab_memory.services.sessions import build_auto_summary
+from ilab_memory.services.statements import claim_start_sql
 from tests.factories import ObservationFactory, SessionFactory
+from tests.plans import custom_and_generic_plans
 from tests.test_query_counts import queries_of
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement start")
@@ -83,3 +88,23 @@ def test_the_expected_texts_are_the_seeds(mem, clock):
 def test_a_start_that_auto_closes_is_one_statement(mem, clock):
     expired_session(clock, ["a", "b", "c"])
     assert queries_of(lambda: mem.mem_session_start("alice")) == 1
+
+
+def test_the_start_statement_finds_the_users_session_through_its_own_index(db):
+    """Before a sweep, many users' sessions may sit expired; the bump and the close must go
+    straight to the user's row, never walk the all-users activity index."""
+    now = timezone.now()
+    Session.objects.bulk_create(
+        SessionFactory.build(user_id=f"gone-{k}", last_activity_at=now - timedelta(days=2, minutes=k))
+        for k in range(3000)
+    )
+    SessionFactory(user_id="alice", last_activity_at=now - timedelta(days=2))
+    config = get_config()
+    sql = claim_start_sql(len(config.TYPE_WEIGHTS), 5, 200, 10, 20, relax_commit=False)
+    since = now - timedelta(hours=24)
+    params = [now, "alice", since, timedelta(hours=24), "Memorias registradas:", "alice", since,
+              uuid.uuid4(), "alice", now, now, "alice", "alice",
+              301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS), "alice", "alice"]
+    for plan in custom_and_generic_plans(sql, params):
+        assert plan.count("ilab_memory_one_active_session_per_user") >= 2  # the bump and the close
+        assert "ilab_mem_sess_active_activity" not in plan

@@ -1,7 +1,6 @@
 """The database ranks context candidates exactly as Python would: same floats, same order."""
 
 import random
-import re
 from datetime import timedelta
 
 import pytest
@@ -12,6 +11,7 @@ from ilab_memory.selectors import _ranked_in_python
 from ilab_memory.services import scoring
 from ilab_memory.services.statements import Statements
 from tests.factories import ObservationFactory, SessionFactory
+from tests.plans import custom_and_generic_plans
 from tests.test_dbvalues import database_time_zone
 
 TYPES = ["decision", "manual", "preference", "bugfix", "unlisted-type"]
@@ -125,21 +125,7 @@ def test_context_reads_the_users_own_index_even_when_others_wrote_since(db):
     config = get_config()
     sql = ranked_context_sql(connection.vendor, len(config.TYPE_WEIGHTS), 200, 10)
     params = [301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS), "heavy", "heavy"]
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-        cursor.execute("EXPLAIN " + sql, params)
-        custom_plan = " ".join(str(part) for row in cursor.fetchall() for part in row)
-        # The hot statements run prepared (services/prepared.py): the generic plan, made without
-        # the values, must read the user's own index too.
-        numbered = iter(range(1, len(params) + 1))
-        cursor.execute("PREPARE ranked AS " + re.sub(r"%s", lambda _: f"${next(numbered)}", sql))
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
-        try:
-            cursor.execute(f"EXPLAIN EXECUTE ranked({', '.join(['%s'] * len(params))})", params)
-            generic_plan = " ".join(str(part) for row in cursor.fetchall() for part in row)
-        finally:
-            cursor.execute("RESET plan_cache_mode")
-            cursor.execute("DEALLOCATE ranked")
+    custom_plan, generic_plan = custom_and_generic_plans(sql, params)
     for plan in (custom_plan, generic_plan):
         assert "ilab_mem_obs_user_updated" in plan
         assert "ilab_mem_obs_updated " not in plan + " "
