@@ -143,7 +143,7 @@ class Floor:
         since = moment - timeout
         params = (at, user_id, since, timeout, SUMMARY_PREFIX, user_id, since, uuid.uuid4(), user_id, at, at, user_id,
                   user_id, self.preview, *scoring.context_value_params(now=moment, type_weights=self.weights),
-                  user_id, user_id)
+                  user_id)
         relaxed = self.raw.info.transaction_status == 0  # idle: it commits on its own, as ours does
         sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories, SUMMARY_ITEMS,
                                    relax_commit=relaxed)
@@ -288,7 +288,7 @@ class Floor:
         moment = self.now()
         params = scoring.context_value_params(now=moment, type_weights=self.weights)
         sql = ours.ranked_context_sql(self.vendor, len(self.weights), self.candidates, self.memories)
-        return self._run(sql, (self.preview, *params, user_id, user_id)).fetchall()
+        return self._run(sql, (self.preview, *params, user_id)).fetchall()
 
     def search(self, user_id: str, word: str, limit: int = 10):
         """One engine query for one word, ranked by the engine, scoped to the user."""

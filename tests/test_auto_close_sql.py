@@ -104,7 +104,7 @@ def test_the_start_statement_finds_the_users_session_through_its_own_index(db):
     since = now - timedelta(hours=24)
     params = [now, "alice", since, timedelta(hours=24), "Memorias registradas:", "alice", since,
               uuid.uuid4(), "alice", now, now, "alice", "alice",
-              301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS), "alice", "alice"]
+              301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS), "alice"]
     for plan in custom_and_generic_plans(sql, params):
         assert plan.count("ilab_memory_one_active_session_per_user") >= 2  # the bump and the close
         assert "ilab_mem_sess_active_activity" not in plan
