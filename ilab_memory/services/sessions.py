@@ -153,7 +153,10 @@ def _start_in_one_statement(statements: Statements, user_id: str, *, config: Con
     """PostgreSQL: one statement bumps, auto-closes and opens, or opens, and reads the context.
 
     One round trip, one transaction. It claims nothing only when a concurrent writer changed
-    the user's active session after its snapshot; then it runs again and sees that change.
+    the user's active session after its snapshot (opened one first, or ended it); then it runs
+    again under the user's lock, which keeps the other writers that end or replace a session
+    out (without it, 8 agents of one user ending and starting at random made a start lose all
+    its retries: tests/reliability/test_concurrency.py).
     """
 
     def claim() -> SessionStartResponse | None:
@@ -176,6 +179,7 @@ def _start_in_one_statement(statements: Statements, user_id: str, *, config: Con
         )
 
     def claim_again() -> SessionStartResponse:
+        _lock_user(user_id, using=using)
         response = claim()
         if response is None:
             raise RaceLost("a concurrent writer changed the active session again")
