@@ -43,8 +43,18 @@ def varied_history(user_id: str, n: int, *, seed: int):
     return now
 
 
+# Weights whose decimal repr is not what they hold (0.1 + 0.2 is 0.30000000000000004).
+AWKWARD_WEIGHTS = {"decision": 2 / 3, "manual": 0.1 + 0.2, "preference": 1.1, "bugfix": 3}
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_sql_scores_are_the_python_floats_bit_for_bit(db, seed):
+@pytest.mark.parametrize("overrides", [
+    {}, {"TYPE_WEIGHTS": AWKWARD_WEIGHTS},
+    # Bound on the client (PostgreSQL: Django's ClientCursor), the weights arrive as decimals.
+    {"TYPE_WEIGHTS": AWKWARD_WEIGHTS, "PREPARED_STATEMENTS": False},
+], ids=["defaults", "awkward weights", "awkward weights bound on the client"])
+def test_sql_scores_are_the_python_floats_bit_for_bit(db, seed, overrides, settings):
+    settings.ILAB_MEMORY = overrides
     now = varied_history("alice", 120, seed=seed)
     config = get_config()
     statements = Statements("default")

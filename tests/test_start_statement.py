@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from ilab_memory.conf import get_config
 from ilab_memory.models import Session, SessionStatus
-from ilab_memory.services.statements import Statements
+from ilab_memory.services.statements import Statements, claim_start_sql
 from tests.factories import ObservationFactory, SessionFactory
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement start")
@@ -188,3 +188,15 @@ def test_the_connection_keeps_generic_plans_unless_the_site_prepares_its_own(tme
     connection.connection.prepare_threshold = 5  # as OPTIONS {"prepare_threshold": 5} would
     tmem.mem_session_start("alice")
     assert show("plan_cache_mode") == "auto"
+
+
+def test_the_start_statement_is_short_enough_for_psycopgs_query_cache():
+    """psycopg caches the parse of a query's placeholders only up to 4,096 characters; a longer
+    start statement was parsed again on every call (0.28 ms of a 2.5 ms start, measured)."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    config = get_config()
+    for relax_commit in (False, True):
+        sql = claim_start_sql(len(config.TYPE_WEIGHTS), config.CONTEXT_SESSIONS, config.CONTEXT_CANDIDATES,
+                              config.CONTEXT_MEMORIES, config.AUTO_SUMMARY_MAX_ITEMS, relax_commit=relax_commit)
+        assert len(sql) <= MAX_CACHED_STATEMENT_LENGTH

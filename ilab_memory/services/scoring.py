@@ -66,7 +66,10 @@ def context_value(*, hours: float, type_weight: float, extra: int) -> float:
 # the update (exact integers) become hours as total_seconds() / 3600 does, then pow, then the
 # products left to right. Every constant is a double-precision parameter (PostgreSQL would
 # otherwise compute ``0.5 * n`` in exact numeric). tests/test_context_sql.py holds it to that.
-_DOUBLE = "CAST(%s AS double precision)"
+# ``float8`` is PostgreSQL's double precision, and a REAL on SQLite (a type name with "FLOA").
+# The type weight is one CAST around the CASE: a weight bound on the client arrives as the
+# decimal of its repr, which the CAST turns back into the same double.
+_DOUBLE = "CAST(%s AS float8)"
 
 
 def context_value_sql(*, epoch_micros: str, greatest: str, weighted_types: int) -> str:
@@ -77,12 +80,12 @@ def context_value_sql(*, epoch_micros: str, greatest: str, weighted_types: int) 
     Parameters, in order: ``context_value_params``.
     """
     hours = (
-        f"{greatest}(CAST(0 AS double precision), "
-        f"(CAST(%s - {epoch_micros} AS double precision) / CAST(1000000 AS double precision))"
-        " / CAST(3600 AS double precision))"
+        f"{greatest}(CAST(0 AS float8), "
+        f"(CAST(%s - {epoch_micros} AS float8) / CAST(1000000 AS float8))"
+        " / CAST(3600 AS float8))"
     )
-    weight = "".join(f" WHEN %s THEN {_DOUBLE}" for _ in range(weighted_types))
-    weight = f"(CASE type{weight} ELSE CAST(1 AS double precision) END)" if weighted_types else "CAST(1 AS double precision)"
+    weight = "".join(" WHEN %s THEN %s" for _ in range(weighted_types))
+    weight = f"CAST(CASE type{weight} ELSE 1 END AS float8)" if weighted_types else "CAST(1 AS float8)"
     extra = f"({greatest}(0, revision_count - 1) + {greatest}(0, duplicate_count - 1))"
     reinforcement = f"(1 + {_DOUBLE} * {extra} / ({extra} + %s))"
     return f"(power({_DOUBLE}, {hours}) * {weight} * {reinforcement})"

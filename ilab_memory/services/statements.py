@@ -251,6 +251,16 @@ def _text_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _compact(sql: str) -> str:
+    """``sql`` with each run of white space as one space (no literal here holds two in a row).
+
+    psycopg re-parses a query longer than 4,096 characters on every run instead of caching its
+    placeholders (measured: 0.28 ms of a 2.5 ms start); the start statement must stay under
+    that (tests/test_start_statement.py).
+    """
+    return " ".join(sql.split())
+
+
 @cache
 def close_expired_sql(max_items: int) -> str:
     """PostgreSQL: ``sessions.auto_close`` as one UPDATE of the user's expired active session.
@@ -260,19 +270,19 @@ def close_expired_sql(max_items: int) -> str:
     holds the two to the same text). Parameters: the timeout (an interval), the summary prefix,
     user_id, the oldest live last_activity_at. Returns the closed session as ``recent`` reads it.
     """
-    live = f"FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL"
     narrative = "(coalesce(s.summary <> '', false) AND NOT s.is_auto_generated)"
     more_open, more_close = map(_text_literal, SUMMARY_MORE)
     n = int(max_items)
     return f"""
     UPDATE {SESSION} s SET status = '{COMPLETED}', ended_at = s.last_activity_at + CAST(%s AS interval),
-        summary = CASE WHEN {narrative} THEN s.summary ELSE CAST(%s AS text) || ' ' || coalesce(
-                (SELECT string_agg('[' || i.type || '] ' || i.title, ', ' ORDER BY i.created_at, i.id)
-                 FROM (SELECT o.type, o.title, o.created_at, o.id {live} ORDER BY o.created_at, o.id LIMIT {n}) i),
-                {_text_literal(SUMMARY_NONE)})
-            || CASE WHEN EXISTS (SELECT 1 {live} OFFSET {n})
-                    THEN {more_open} || ((SELECT count(*) {live}) - {n}) || {more_close} ELSE '' END
-        END,
+        summary = CASE WHEN {narrative} THEN s.summary ELSE (
+            SELECT CAST(%s AS text) || ' '
+                || coalesce(string_agg('[' || type || '] ' || title, ', ' ORDER BY k) FILTER (WHERE k <= {n}),
+                            {_text_literal(SUMMARY_NONE)})
+                || CASE WHEN count(*) > {n} THEN {more_open} || (count(*) - {n}) || {more_close} ELSE '' END
+            FROM (SELECT type, title, row_number() OVER (ORDER BY created_at, id) AS k
+                  FROM {OBS} WHERE session_id = s.id AND deleted_at IS NULL) i
+        ) END,
         is_auto_generated = NOT {narrative},
         redacted_blocks = CASE WHEN {narrative} THEN s.redacted_blocks ELSE 0 END
     WHERE s.user_id = %s AND s.status = '{ACTIVE}' AND s.last_activity_at < %s
@@ -293,7 +303,7 @@ def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: 
                     relax_commit: bool) -> str:
     bump = BUMP_LIVE_SESSION + (RELAXED_COMMIT if relax_commit else "")
     # The session it closed is completed now, but not in the snapshot the reads see: add it.
-    return f"""
+    return _compact(f"""
     WITH bumped AS ({bump}),
     closed AS ({close_expired_sql(summary_items)}),
     opened AS ({OPEN_IF_NONE_ACTIVE_OR_CLOSED}),
@@ -308,9 +318,8 @@ def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: 
         ORDER BY ended_at DESC, id DESC LIMIT {int(sessions)}
     ),
     ranked AS ({ranked_context_sql("postgresql", weighted_types, candidates, limit)})
-    SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz AS at1, NULL::timestamptz AS at2,
-           NULL::text AS text1, NULL::text AS text2, NULL::text AS text3, NULL::text AS text4,
-           NULL::uuid AS ref, is_new AS flag, NULL::bigint AS n1, NULL::bigint AS n2
+    SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::text,
+           NULL::text, NULL::uuid, is_new, NULL::bigint, NULL::bigint
     FROM claimed
     UNION ALL
     SELECT 1, row_number() OVER (ORDER BY ended_at DESC, id DESC), id, started_at, ended_at,
@@ -320,7 +329,7 @@ def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: 
     SELECT 2, row_number() OVER (ORDER BY score DESC, updated_at DESC, id DESC), id, updated_at, NULL,
            title, content_head, topic_key, type, session_id, NULL, revision_count, duplicate_count
     FROM ranked WHERE EXISTS (SELECT 1 FROM claimed)
-    ORDER BY part, ord"""
+    ORDER BY part, ord""")
 
 
 class Statements:
