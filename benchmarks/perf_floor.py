@@ -16,6 +16,7 @@ import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from ilab_memory.conf import DEFAULTS
 from ilab_memory.services import scoring
 from ilab_memory.services import search as search_index
 from ilab_memory.services import statements as ours
@@ -23,7 +24,7 @@ from ilab_memory.services import statements as ours
 from .perf_data import OBSERVATION_COLUMNS, _utc_naive_text
 
 OBS = search_index.OBSERVATION_TABLE
-SUMMARY_PREFIX, SUMMARY_ITEMS = "Memorias registradas:", 20  # the defaults
+SUMMARY_PREFIX, SUMMARY_ITEMS = DEFAULTS["AUTO_SUMMARY_PREFIX"], DEFAULTS["AUTO_SUMMARY_MAX_ITEMS"]
 SESSION = "ilab_memory_session"
 COMPLETED_SESSIONS = f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
@@ -139,14 +140,12 @@ class Floor:
 
     def _claim(self, user_id: str, moment: datetime):
         """PostgreSQL: ilab_memory's one start statement (bump, or close and open, or open; the reads)."""
-        at, timeout = moment, timedelta(hours=24)
-        since = moment - timeout
-        params = (at, user_id, since, timeout, SUMMARY_PREFIX, user_id, since, uuid.uuid4(), user_id, at, at, user_id,
-                  user_id, self.preview, *scoring.context_value_params(now=moment, type_weights=self.weights),
-                  user_id)
         relaxed = self.raw.info.transaction_status == 0  # idle: it commits on its own, as ours does
-        sql = ours.claim_start_sql(len(self.weights), 5, self.candidates, self.memories, SUMMARY_ITEMS,
-                                   relax_commit=relaxed)
+        sql, params = ours.claim_start_statement(
+            user_id, now=moment, timeout=timedelta(hours=24), sessions=5, type_weights=self.weights,
+            head_chars=self.preview, candidates=self.candidates, limit=self.memories,
+            summary_prefix=SUMMARY_PREFIX, summary_items=SUMMARY_ITEMS, relax_commit=relaxed,
+        )
         return self._run(sql, params).fetchall()
 
     def start_reuse(self, user_id: str):
@@ -200,7 +199,7 @@ class Floor:
                 f"ORDER BY created_at, id LIMIT {SUMMARY_ITEMS + 1}",
                 (session_id,),
             ).fetchall()
-            summary = f"{SUMMARY_PREFIX} " + (", ".join(f"[{t}] {x}" for t, x in items) or "(ninguna)")
+            summary = f"{SUMMARY_PREFIX} " + (", ".join(f"[{t}] {x}" for t, x in items) or ours.SUMMARY_NONE)
             self._run(
                 f"UPDATE {SESSION} SET status = 'completed', ended_at = %s, summary = %s, is_auto_generated = %s "
                 "WHERE id = %s",

@@ -1,6 +1,5 @@
 """PostgreSQL: the start statement auto-closes in SQL exactly as ``sessions.auto_close`` does."""
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -10,9 +9,8 @@ from django.utils import timezone
 
 from ilab_memory.conf import get_config
 from ilab_memory.models import Session, SessionStatus
-from ilab_memory.services import scoring
 from ilab_memory.services.sessions import build_auto_summary
-from ilab_memory.services.statements import claim_start_sql
+from ilab_memory.services.statements import claim_start_statement
 from tests.factories import ObservationFactory, SessionFactory
 from tests.plans import custom_and_generic_plans
 from tests.test_query_counts import queries_of
@@ -100,11 +98,11 @@ def test_the_start_statement_finds_the_users_session_through_its_own_index(db):
     )
     SessionFactory(user_id="alice", last_activity_at=now - timedelta(days=2))
     config = get_config()
-    sql = claim_start_sql(len(config.TYPE_WEIGHTS), 5, 200, 10, 20, relax_commit=False)
-    since = now - timedelta(hours=24)
-    params = [now, "alice", since, timedelta(hours=24), "Memorias registradas:", "alice", since,
-              uuid.uuid4(), "alice", now, now, "alice", "alice",
-              301, *scoring.context_value_params(now=now, type_weights=config.TYPE_WEIGHTS), "alice"]
+    sql, params = claim_start_statement(
+        "alice", now=now, timeout=timedelta(hours=24), sessions=5, type_weights=config.TYPE_WEIGHTS,
+        head_chars=301, candidates=200, limit=10, summary_prefix="Memorias registradas:", summary_items=20,
+        relax_commit=False,
+    )
     for plan in custom_and_generic_plans(sql, params):
         assert plan.count("ilab_memory_one_active_session_per_user") >= 2  # the bump and the close
         assert "ilab_mem_sess_active_activity" not in plan

@@ -143,12 +143,17 @@ COUNT_DUPLICATE_OR_INSERT = {
 
 # The newest completed sessions with their live observation counts (sessions_context).
 @cache
-def recent_sessions_sql(limit: int) -> str:
+def recent_sessions_sql(limit: int, *, also: str = "") -> str:
+    """``also``: a SELECT of more candidate sessions (the start adds the one it just closed)."""
+    newest_completed = f"""
+        SELECT id, started_at, ended_at, summary, is_auto_generated FROM {SESSION}
+        WHERE user_id = %s AND status = '{COMPLETED}'
+        ORDER BY ended_at DESC, id DESC LIMIT {int(limit)}"""
+    candidates = f"{also} UNION ALL ({newest_completed})" if also else newest_completed
     return f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
            (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL) AS n
-    FROM {SESSION} s
-    WHERE s.user_id = %s AND s.status = '{COMPLETED}'
+    FROM ({candidates}) s
     ORDER BY s.ended_at DESC, s.id DESC
     LIMIT {int(limit)}"""
 
@@ -308,15 +313,7 @@ def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: 
     closed AS ({close_expired_sql(summary_items)}),
     opened AS ({OPEN_IF_NONE_ACTIVE_OR_CLOSED}),
     claimed AS (SELECT id, false AS is_new FROM bumped UNION ALL SELECT id, true FROM opened),
-    recent AS (
-        SELECT * FROM (
-            SELECT c.id, c.started_at, c.ended_at, c.summary, c.is_auto_generated,
-                   (SELECT count(*) FROM {OBS} o WHERE o.session_id = c.id AND o.deleted_at IS NULL) AS n
-            FROM closed c
-            UNION ALL ({recent_sessions_sql(sessions)})
-        ) r
-        ORDER BY ended_at DESC, id DESC LIMIT {int(sessions)}
-    ),
+    recent AS ({recent_sessions_sql(sessions, also="SELECT * FROM closed")}),
     ranked AS ({ranked_context_sql("postgresql", weighted_types, candidates, limit)})
     SELECT 0 AS part, 0 AS ord, id, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::text,
            NULL::text, NULL::uuid, is_new, NULL::bigint, NULL::bigint
@@ -330,6 +327,21 @@ def claim_start_sql(weighted_types: int, sessions: int, candidates: int, limit: 
            title, content_head, topic_key, type, session_id, NULL, revision_count, duplicate_count
     FROM ranked WHERE EXISTS (SELECT 1 FROM claimed)
     ORDER BY part, ord""")
+
+
+def claim_start_statement(user_id: str, *, now: datetime, timeout: timedelta, sessions: int,
+                          type_weights: dict[str, float], head_chars: int, candidates: int, limit: int,
+                          summary_prefix: str, summary_items: int, relax_commit: bool) -> tuple[str, list]:
+    """The start statement and its parameters, as psycopg takes them (also the benchmark's floor)."""
+    live_since = now - timeout
+    sql = claim_start_sql(len(type_weights), sessions, candidates, limit, summary_items, relax_commit=relax_commit)
+    return sql, [
+        now, user_id, live_since,
+        timeout, summary_prefix, user_id, live_since,
+        uuid.uuid4(), user_id, now, now, user_id,
+        user_id,
+        head_chars, *scoring.context_value_params(now=now, type_weights=type_weights), user_id,
+    ]
 
 
 class Statements:
@@ -476,27 +488,16 @@ class Statements:
     def starts_in_one_statement(self) -> bool:
         return self._connection.vendor == "postgresql" and self.ranks_context_in_sql
 
-    def claim_start(self, user_id: str, *, now: datetime, timeout: timedelta, sessions: int,
-                    type_weights: dict[str, float], head_chars: int, candidates: int, limit: int,
-                    summary_prefix: str, summary_items: int):
+    def claim_start(self, user_id: str, **settings):
         """Bump the live session, or open one (auto-closing an expired one first), and read what
-        a start returns (PostgreSQL).
+        a start returns (PostgreSQL). ``settings``: the keywords of ``claim_start_statement``.
 
         Returns (session id, is_new, recent session rows, ranked memory rows) in the row shapes
         of ``recent_sessions`` and ``ranked_context``; None when it claimed nothing (see
         ``claim_start_sql``), and then nothing was written.
         """
         relax_commit = self._connection.get_autocommit()  # it is its own transaction
-        at = self.values.datetime_param
-        live_since = at(now - timeout)
-        params = [
-            at(now), user_id, live_since,
-            timeout, summary_prefix, user_id, live_since,
-            uuid.uuid4(), user_id, at(now), at(now), user_id,
-            user_id,
-            head_chars, *scoring.context_value_params(now=now, type_weights=type_weights), user_id,
-        ]
-        sql = claim_start_sql(len(type_weights), sessions, candidates, limit, summary_items, relax_commit=relax_commit)
+        sql, params = claim_start_statement(user_id, relax_commit=relax_commit, **settings)
         claimed, recent, ranked = None, [], []
         for part, _, id_, at1, at2, text1, text2, text3, text4, ref, flag, n1, n2 in self._run(sql, params):
             if part == 0:
