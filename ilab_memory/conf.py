@@ -50,9 +50,6 @@ DEFAULTS: dict[str, Any] = {
     # Faces
     "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
     "REGISTER_ADMIN": True,
-    # PostgreSQL: run the hot statements prepared (planned once per connection). False behind a
-    # pooler that does not support prepared statements (docs/deploy.md).
-    "PREPARED_STATEMENTS": True,
     # HTTP API: requests per user_id, DRF rate syntax ("120/minute"); None turns throttling off.
     "API_THROTTLE_RATE": None,
 }
@@ -147,9 +144,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
-    for key in ("REGISTER_ADMIN", "PREPARED_STATEMENTS"):
-        if not isinstance(values.get(key), bool):
-            problems.append(f"{key} must be True or False")
+    if not isinstance(values.get("REGISTER_ADMIN"), bool):
+        problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")
     if rate is not None and not (isinstance(rate, str) and _RATE.fullmatch(rate)):
         problems.append('API_THROTTLE_RATE must be None or "<number>/<second|minute|hour|day>"')

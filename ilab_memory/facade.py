@@ -185,12 +185,12 @@ class ILabMemory:
         )
 
     def mem_get_observation(self, user_id: str, observation_id: str):
-        from . import records, selectors
+        from . import selectors, types
 
         observation = selectors.observation_get(
             user_id=self._user(user_id), observation_id=observation_id, using=self.using
         )
-        return records.observation_record(observation)
+        return types.observation_record(observation)
 
     def mem_revisions(self, user_id: str, observation_id: str):
         """The observation's earlier versions, newest first."""

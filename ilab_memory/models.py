@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 
@@ -30,9 +31,13 @@ class SessionQuerySet(models.QuerySet):
         return self.active().filter(last_activity_at__lt=now - timedelta(hours=timeout_hours))
 
     def with_observation_count(self):
-        return self.annotate(
-            observation_count=models.Count("observations", filter=Q(observations__deleted_at__isnull=True))
+        """Each session's live observations counted by a subquery: per session returned, so a
+        sliced list costs its own rows, not a join over the user's whole history."""
+        live = (
+            Observation.objects.filter(session_id=models.OuterRef("pk"), deleted_at__isnull=True)
+            .order_by().values("session_id").annotate(n=models.Count("pk")).values("n")
         )
+        return self.annotate(observation_count=Coalesce(models.Subquery(live), 0))
 
 
 class Session(models.Model):

@@ -1,12 +1,14 @@
-"""Frozen values returned to callers. No Django import, so they can be used anywhere.
+"""Frozen values returned to callers, and the one place rows become them. No Django import.
 
 Timestamps are ISO 8601 strings in UTC. Scores come in two kinds that refuse to be compared
-with each other (Braess #5).
+with each other (Braess #5). The builders at the end take model instances (or anything with
+the same attributes) and are the only code that turns stored rows into these values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -173,3 +175,95 @@ class MemoryStats:
     deleted_observations: int
     revisions: int
     observations_by_type: dict[str, int]
+
+
+# -- builders: stored rows -> the values above ---------------------------------------------
+
+ELLIPSIS = "…"
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).isoformat()
+
+
+def preview(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` characters with ``…`` when something was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + ELLIPSIS
+
+
+def session_record(session, observation_count: int) -> SessionRecord:
+    return SessionRecord(
+        id=str(session.id),
+        user_id=session.user_id,
+        status=str(session.status),  # a plain str, also when the service set the enum member
+        started_at=iso(session.started_at),
+        last_activity_at=iso(session.last_activity_at),
+        ended_at=iso(session.ended_at),
+        summary=session.summary,
+        is_auto_generated=session.is_auto_generated,
+        observation_count=observation_count,
+    )
+
+
+def session_summary_compact(session) -> SessionSummaryCompact:
+    """From a completed session annotated with ``observation_count``."""
+    return SessionSummaryCompact(
+        session_id=str(session.id),
+        started_at=iso(session.started_at),
+        ended_at=iso(session.ended_at),
+        summary=session.summary,
+        is_auto_generated=session.is_auto_generated,
+        observation_count=session.observation_count,
+    )
+
+
+def observation_record(observation) -> ObservationRecord:
+    return ObservationRecord(
+        id=str(observation.id),
+        user_id=observation.user_id,
+        session_id=str(observation.session_id),
+        type=observation.type,
+        title=observation.title,
+        content=observation.content,
+        topic_key=observation.topic_key,
+        metadata=observation.metadata,
+        revision_count=observation.revision_count,
+        duplicate_count=observation.duplicate_count,
+        redacted_blocks=observation.redacted_blocks,
+        created_at=iso(observation.created_at),
+        updated_at=iso(observation.updated_at),
+        last_seen_at=iso(observation.last_seen_at),
+        deleted_at=iso(observation.deleted_at),
+    )
+
+
+def observation_compact(observation, *, preview_chars: int, score=None) -> ObservationCompact:
+    """From an observation read with ``content_head`` (its first preview_chars+1 characters)."""
+    return ObservationCompact(
+        id=str(observation.id),
+        type=observation.type,
+        title=observation.title,
+        preview=preview(observation.content_head, preview_chars),
+        topic_key=observation.topic_key,
+        session_id=str(observation.session_id),
+        updated_at=iso(observation.updated_at),
+        score=score,
+    )
+
+
+def revision_record(revision) -> ObservationRevisionRecord:
+    return ObservationRevisionRecord(
+        revision=revision.revision,
+        session_id=str(revision.session_id_at_write) if revision.session_id_at_write else None,
+        type=revision.type,
+        title=revision.title,
+        content=revision.content,
+        topic_key=revision.topic_key,
+        metadata=revision.metadata,
+        written_at=iso(revision.written_at),
+        replaced_at=iso(revision.replaced_at),
+    )

@@ -10,6 +10,7 @@ import json
 import math
 import re
 import unicodedata
+import uuid
 from typing import Any
 
 from .exceptions import ValidationError
@@ -112,3 +113,13 @@ def check_metadata_size(value: dict, *, limit: int) -> dict:
     if size > limit:
         raise ValidationError.too_long("metadata", limit=limit, size=size, unit="bytes")
     return value
+
+
+def parse_uuid(value, error: type[LookupError]) -> uuid.UUID:
+    """A UUID from a string or UUID; anything else is "not found" (``error``), never a crash."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        raise error(f"No such {error.__name__.removesuffix('NotFound').lower()}.") from None

@@ -1,11 +1,10 @@
 """factory-boy factories for rows the services would create; tests use them to set up history."""
 
-import hashlib
-
 import factory
 from django.utils import timezone
 
 from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus
+from ilab_memory.services.observations import dedupe_hash
 
 
 class SessionFactory(factory.django.DjangoModelFactory):
@@ -35,7 +34,7 @@ class ObservationFactory(factory.django.DjangoModelFactory):
     type = "manual"
     title = factory.Sequence(lambda n: f"Observation {n}")
     content = factory.Faker("paragraph")
-    dedupe_hash = factory.LazyAttribute(lambda o: hashlib.sha256(f"{o.type}|{o.title}|{o.content}".encode()).hexdigest())
+    dedupe_hash = factory.LazyAttribute(lambda o: dedupe_hash(type=o.type, title=o.title, content=o.content))
     created_at = factory.LazyFunction(timezone.now)
     updated_at = factory.LazyAttribute(lambda o: o.created_at)
     last_seen_at = factory.LazyAttribute(lambda o: o.created_at)

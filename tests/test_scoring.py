@@ -5,19 +5,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ilab_memory.services.scoring import context_score
 from ilab_memory.types import ContextScore, SearchScore
 from tests.conftest import START
 from tests.factories import ObservationFactory, SessionFactory
 
-NOW = datetime(2026, 1, 15, 9, 0, tzinfo=timezone.utc)
-WEIGHTS = {"decision": 1.5, "manual": 1.0}
 
-
-def score(**kwargs):
-    values = {"now": NOW, "updated_at": NOW, "type": "manual", "revision_count": 1, "duplicate_count": 1,
-              "type_weights": WEIGHTS, **kwargs}
-    return context_score(**values)
+def score(mem, **fields):
+    """The ContextScore mem_context gives one observation of ``fields`` (the clock at START)."""
+    ObservationFactory(session=SessionFactory(user_id="solo"), **{"updated_at": START, **fields})
+    (memory,) = mem.mem_context("solo")
+    return memory.score
 
 
 def test_context_and_search_scores_cannot_be_compared():
@@ -33,26 +30,43 @@ def test_scores_of_one_kind_compare_by_value():
     assert ContextScore(0.5, {"a": 1}) == ContextScore(0.5, {"b": 2})
 
 
-def test_scores_are_frozen_and_carry_a_breakdown():
-    s = score()
+def test_scores_are_frozen_and_carry_a_breakdown(mem, clock):
+    s = score(mem)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.value = 2
     assert set(s.breakdown) == {"hours_since_update", "recency", "type_weight", "reinforcement"}
 
 
-def test_recency_decays_0_995_per_hour():
-    assert score(updated_at=NOW - timedelta(hours=10)).value == pytest.approx(0.995**10)
+def test_recency_decays_0_995_per_hour(mem, clock):
+    s = score(mem, updated_at=START - timedelta(hours=10))
+    assert s.value == pytest.approx(0.995**10)
+    assert s.breakdown["hours_since_update"] == pytest.approx(10)
+    assert s.breakdown["recency"] == pytest.approx(0.995**10)
 
 
-def test_type_weight_multiplies_and_unknown_types_weigh_one():
-    assert score(type="decision").value == pytest.approx(1.5)
-    assert score(type="whatever").value == pytest.approx(1.0)
+def test_an_update_in_the_future_counts_as_now(mem, clock):
+    assert score(mem, updated_at=START + timedelta(hours=3)).value == pytest.approx(1.0)
 
 
-def test_reinforcement_grows_with_use_but_is_bounded():
-    values = [score(revision_count=n).value for n in (1, 2, 5, 50, 10_000)]
-    assert values == sorted(values) and values[0] == 1.0
-    assert values[-1] < 1.5
+@pytest.mark.parametrize("type_, weight", [("decision", 1.5), ("preference", 1.4), ("whatever", 1.0)])
+def test_type_weight_multiplies_and_unknown_types_weigh_one(mem, clock, type_, weight):
+    s = score(mem, type=type_)
+    assert s.value == pytest.approx(weight)
+    assert s.breakdown["type_weight"] == pytest.approx(weight)
+
+
+def test_type_weights_come_from_the_setting(mem, clock, settings):
+    settings.ILAB_MEMORY = {"TYPE_WEIGHTS": {"note": 2 / 3}}
+    assert score(mem, type="note").value == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("revisions, duplicates, expected", [
+    (1, 1, 1.0), (2, 1, 1 + 0.5 * 1 / 5), (3, 3, 1 + 0.5 * 4 / 8), (10_000, 1, 1 + 0.5 * 9999 / 10003),
+])
+def test_reinforcement_grows_with_use_but_is_bounded(mem, clock, revisions, duplicates, expected):
+    s = score(mem, revision_count=revisions, duplicate_count=duplicates)
+    assert s.value == pytest.approx(expected)
+    assert s.breakdown["reinforcement"] == pytest.approx(expected) and s.value < 1.5
 
 
 def test_context_ranking_prefers_weighted_types_and_breaks_ties_deterministically(mem, clock):

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from ilab_memory.exceptions import NoActiveSession, ValidationError
 from ilab_memory.models import Session, SessionStatus
-from ilab_memory.records import iso
+from ilab_memory.types import iso
 from tests.conftest import START
 from tests.factories import SessionFactory
 

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from .. import records, selectors
+from .. import selectors, types
 from ..conf import get_config
 from ..exceptions import ValidationError
 from ..models import Observation, Session
@@ -111,7 +111,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        items = [records.session_record(session, session.observation_count) for session in page]
+        items = [types.session_record(session, session.observation_count) for session in page]
         return self.get_paginated_response(s.SessionRecordSerializer(items, many=True).data)
 
     def retrieve(self, request, pk=None):
@@ -213,9 +213,9 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     def list(self, request):
         preview_chars = get_config().PREVIEW_CHARS
-        rows = selectors.compact_rows(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
+        rows = selectors.with_content_head(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
         page = self.paginate_queryset(rows)
-        items = [records.observation_compact(row, preview_chars=preview_chars) for row in page]
+        items = [types.observation_compact(row, preview_chars=preview_chars) for row in page]
         return self.get_paginated_response(s.ObservationCompactSerializer(items, many=True).data)
 
     def create(self, request):
@@ -233,7 +233,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     def retrieve(self, request, pk=None):
         observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk)
-        return Response(s.ObservationRecordSerializer(records.observation_record(observation)).data)
+        return Response(s.ObservationRecordSerializer(types.observation_record(observation)).data)
 
     def partial_update(self, request, pk=None):
         body = dict(self.validated(s.ObservationUpdateInputSerializer))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any
@@ -25,11 +26,13 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, Session, SessionStatus
-from ..records import iso
+from ..signals import send_on_commit, user_forgotten
+from ..sql import lock_user
+from ..types import iso
 from ..validation import check_length, check_text, clean_type, clean_user_id
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact
-from .sessions import _lock_user, _locked_active_session, build_auto_summary
+from .sessions import _locked_active_session, build_auto_summary
 from .transactions import atomic_with_retry
 
 FORMAT = "ilab_memory.export"
@@ -482,14 +485,9 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     connection = connections[using]
     sqlite = connection.vendor == "sqlite"
-    if sqlite:
-        # Deleted cells are overwritten with zeros instead of lingering in free pages.
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA secure_delete = ON")
-
     def run():
-        _lock_user(user_id, using=using)  # a writer opening a session for this user waits
-        # A writer on the fast path holds its session's row lock instead (statements.py): lock
+        lock_user(user_id, using=using)  # a writer opening a session for this user waits
+        # A writer on the fast path holds its session's row lock instead (sql.bump_live_session): lock
         # every session row, so one in flight commits first (the deletes below then see its
         # rows) and the next one waits, then finds no session and opens one after the erasure.
         list(Session.objects.using(using).select_for_update().for_user(user_id).values_list("pk", flat=True))
@@ -500,13 +498,34 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         sessions = Session.objects.using(using).for_user(user_id).delete()[0]
         if sqlite:
             _compact_sqlite_search_index(connection)
-        return {"sessions": sessions, "observations": observations, "revisions": revisions}
+        counts = {"sessions": sessions, "observations": observations, "revisions": revisions}
+        send_on_commit(user_forgotten, Session, using=using, user_id=user_id, counts=counts)
+        return counts
 
-    counts = atomic_with_retry(run, using=using)
+    if sqlite:
+        with _secure_delete(connection):
+            counts = atomic_with_retry(run, using=using)
+    else:
+        counts = atomic_with_retry(run, using=using)
     if sqlite:
         # Old page versions still sit in the write-ahead log until a checkpoint rewrites it.
         transaction.on_commit(lambda: _checkpoint_wal(using), using=using)
     return counts
+
+
+@contextmanager
+def _secure_delete(connection):
+    """SQLite overwrites deleted cells with zeros while the erasure runs, instead of leaving
+    them in free pages; the connection's own setting is put back afterwards."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete")
+        before = cursor.fetchone()[0]
+        cursor.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA secure_delete = {int(before)}")
 
 
 def _compact_sqlite_search_index(connection) -> None:

@@ -10,11 +10,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from .. import records, selectors
+from .. import sql
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
-from ..models import Observation
-from ..types import DeleteResult, ObservationRecord, SaveResult
+from ..models import Observation, ObservationRevision
+from ..signals import observation_saved, send_on_commit
+from ..types import DeleteResult, ObservationRecord, SaveResult, observation_record
 from ..validation import (
     check_length,
     check_metadata_shape,
@@ -24,15 +25,15 @@ from ..validation import (
     clean_user_id,
     normalize_content,
     normalize_topic_key,
+    parse_uuid,
 )
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
-from .statements import Statements
 from .transactions import atomic_with_retry
 
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
-CREATED, REVISED, DUPLICATE = "created", "revised", "duplicate"
+CREATED, REVISED, DUPLICATE, UPDATED = "created", "revised", "duplicate", "updated"
 
 
 @dataclass
@@ -78,6 +79,37 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
+    """The user's live observation of ``queryset``, locked until the transaction ends."""
+    return queryset.using(using).select_for_update().for_user(user_id).live().first()
+
+
+def _replace(observation: Observation, values: dict, *, blocks: int, session_id, now, using: str) -> None:
+    """Write ``values`` over ``observation``, its current version kept in the history first;
+    it moves to the session that wrote it (Braess #4)."""
+    ObservationRevision.objects.using(using).create(
+        observation=observation, user_id=observation.user_id, revision=observation.revision_count,
+        session_id_at_write=observation.session_id, type=observation.type, title=observation.title,
+        content=observation.content, topic_key=observation.topic_key, metadata=observation.metadata,
+        written_at=observation.updated_at, replaced_at=now,
+    )
+    for name, value in values.items():
+        setattr(observation, name, value)
+    observation.dedupe_hash = dedupe_hash(type=observation.type, title=observation.title, content=observation.content)
+    observation.revision_count += 1
+    observation.redacted_blocks += blocks
+    observation.session_id = session_id
+    observation.updated_at = observation.last_seen_at = now
+    observation.save(using=using)
+
+
+def _saved(observation: Observation, action: str, *, using: str) -> None:
+    send_on_commit(
+        observation_saved, Observation, using=using, user_id=observation.user_id,
+        observation_id=str(observation.pk), action=action,
+    )
+
+
 def observation_save(
     *,
     user_id: str,
@@ -103,28 +135,29 @@ def observation_save(
 
     def run():
         now = timezone.now()
-        statements = Statements(using)
-        session_id, _ = claim_active_session(statements, user_id, now=now, config=config, using=using)
+        session_id, _ = claim_active_session(user_id, now=now, config=config, using=using)
         blocks = fields.redacted_blocks
+        observation = None
         if values["topic_key"] is not None:
-            row = statements.revise_topic(
-                user_id=user_id, topic_key=values["topic_key"], fields=values, digest=digest,
-                blocks=blocks, session_id=session_id, now=now,
+            observation = _locked_live(Observation.objects.filter(topic_key=values["topic_key"]), user_id, using)
+        if observation is not None:
+            action = REVISED
+            _replace(observation, values, blocks=blocks, session_id=session_id, now=now, using=using)
+        else:
+            observation = sql.count_duplicate(
+                user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
+                session_id=session_id, now=now, blocks=blocks, topic_key=values["topic_key"], using=using,
             )
-            if row is not None:
-                return SaveResult(action=REVISED, observation=records.observation_record_from_row(row, statements.values))
-        observation_id = uuid.uuid4()
-        row = statements.count_duplicate_or_insert(
-            observation_id=observation_id, user_id=user_id, digest=digest,
-            since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES), fields=values, blocks=blocks,
-            session_id=session_id, now=now,
-        )
-        if row is not None:
-            return SaveResult(action=DUPLICATE, observation=records.observation_record_from_row(row, statements.values))
-        # The record of what was just written, from the values themselves (no read back).
-        row = (observation_id, user_id, session_id, values["type"], values["title"], values["content"],
-               values["topic_key"], values["metadata"], 1, 1, blocks, now, now, now, None)
-        return SaveResult(action=CREATED, observation=records.observation_record_from_row(row, statements.values))
+            action = DUPLICATE
+        if observation is None:
+            action = CREATED
+            observation = Observation(
+                user_id=user_id, session_id=session_id, dedupe_hash=digest, redacted_blocks=blocks,
+                created_at=now, updated_at=now, last_seen_at=now, **values,
+            )
+            observation.save(using=using, force_insert=True)
+        _saved(observation, action, using=using)
+        return SaveResult(action=action, observation=observation_record(observation))
 
     return atomic_with_retry(run, using=using)
 
@@ -160,40 +193,25 @@ def observation_update(
         )
     fields = clean_fields(config=config, **given)
     values = fields.values
+    pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
         now = timezone.now()
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too.
-        statements = Statements(using)
-        session_id, _ = claim_active_session(statements, user_id, now=now, config=config, using=using)
-        pk = selectors.parse_uuid(observation_id, ObservationNotFound)
-        observation = (
-            Observation.objects.using(using).select_for_update().for_user(user_id).live().filter(pk=pk).first()
-        )
+        session_id, _ = claim_active_session(user_id, now=now, config=config, using=using)
+        observation = _locked_live(Observation.objects.filter(pk=pk), user_id, using)
         if observation is None:
             raise ObservationNotFound("No such observation.")
         new_topic = values.get("topic_key", observation.topic_key)
         if new_topic is not None and new_topic != observation.topic_key:
-            taken = (
-                Observation.objects.using(using).for_user(user_id).live().filter(topic_key=new_topic).exists()
-            )
-            if taken:
+            if Observation.objects.using(using).for_user(user_id).live().filter(topic_key=new_topic).exists():
                 raise ValidationError(
                     "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
                 )
-        statements.keep_revision(observation.pk, user_id=user_id, now=now)
-        for name, value in values.items():
-            setattr(observation, name, value)
-        observation.dedupe_hash = dedupe_hash(
-            type=observation.type, title=observation.title, content=observation.content
-        )
-        observation.revision_count += 1
-        observation.redacted_blocks += fields.redacted_blocks
-        observation.session_id = statements.values.uuid(session_id)
-        observation.updated_at = observation.last_seen_at = now
-        observation.save(using=using)
-        return records.observation_record(observation)
+        _replace(observation, values, blocks=fields.redacted_blocks, session_id=session_id, now=now, using=using)
+        _saved(observation, UPDATED, using=using)
+        return observation_record(observation)
 
     return atomic_with_retry(run, using=using)
 
@@ -211,7 +229,7 @@ def observation_delete(
     if not isinstance(hard, bool):
         # "false" is truthy: guessing here could erase what the caller meant to keep.
         raise ValidationError("hard", "must be true or false.", code="invalid_type")
-    pk = selectors.parse_uuid(observation_id, ObservationNotFound)
+    pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
         mine = Observation.objects.using(using).for_user(user_id).filter(pk=pk)
@@ -234,7 +252,7 @@ def observation_restore(
     has meanwhile been taken by another live observation."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    pk = selectors.parse_uuid(observation_id, ObservationNotFound)
+    pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
         observation = (
@@ -251,6 +269,6 @@ def observation_restore(
             )
         observation.deleted_at = None
         observation.save(using=using, update_fields=["deleted_at"])
-        return records.observation_record(observation)
+        return observation_record(observation)
 
     return atomic_with_retry(run, using=using)

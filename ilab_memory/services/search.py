@@ -23,17 +23,15 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-import uuid
 from dataclasses import dataclass
 
 from django.db import connections, transaction
 from django.utils import timezone
 
-from .. import records
 from ..conf import Config, get_config
-from ..dbvalues import db_datetime
+from ..models import Observation
 from ..exceptions import ValidationError
-from ..types import ObservationCompact, SearchScore
+from ..types import ObservationCompact, SearchScore, observation_compact
 from ..validation import check_length, check_text, clean_type, clean_user_id
 
 # -- folding -------------------------------------------------------------------------------
@@ -376,7 +374,7 @@ def _pg_queries(parsed: ParsedQuery) -> tuple[str, str]:
     return all_terms, any_terms
 
 
-_SELECT_COLUMNS = "o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s)"
+_SELECT_COLUMNS = "o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s) AS content_head"
 
 
 def _sqlite_sql(type_filter: bool) -> str:
@@ -432,10 +430,6 @@ def _pg_sql(type_filter: bool) -> str:
         LIMIT %s"""
 
 
-def _as_uuid(value) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-
-
 def _clean_limit(limit, config: Config) -> int:
     if limit is None:
         return config.SEARCH_DEFAULT_LIMIT
@@ -450,8 +444,8 @@ def clean_query(query, config: Config) -> str:
 
 
 def _matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
-    """The engine's name and its best ``count`` rows: (id, type, title, topic_key, session_id,
-    updated_at, content head, relevance, matches all terms), all-terms rows first."""
+    """The engine's name and its best ``count`` rows, all-terms rows first: observations with
+    ``content_head``, ``relevance`` and ``all_terms`` (whether every term matched)."""
     connection = connections[using]
     if connection.vendor == "sqlite":
         index_ensure(using=using)
@@ -465,9 +459,7 @@ def _matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head:
         params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return engine, cursor.fetchall()
+    return engine, list(Observation.objects.db_manager(using).raw(sql, params))
 
 
 def observation_search(
@@ -500,22 +492,20 @@ def observation_search(
     if not rows:
         return []
 
-    mode = MODE_ALL if rows[0][8] else MODE_ANY
+    mode = MODE_ALL if rows[0].all_terms else MODE_ANY
     now = timezone.now()
     scored = []
     for row in rows:
-        if mode == MODE_ALL and not row[8]:
+        if mode == MODE_ALL and not row.all_terms:
             break  # rows are ordered all-terms first
-        updated_at = db_datetime(row[5], using=using)
-        relevance = max(float(row[7]), 0.0)
-        age_days = (now - updated_at).total_seconds() / 86400
-        recency = recency_factor(age_days)
-        scored.append((relevance * recency, relevance, recency, updated_at, row))
-    scored.sort(key=lambda item: (item[0], item[3], str(item[4][0])), reverse=True)
+        relevance = max(float(row.relevance), 0.0)
+        recency = recency_factor((now - row.updated_at).total_seconds() / 86400)
+        scored.append((relevance * recency, relevance, recency, row))
+    scored.sort(key=lambda item: (item[0], item[3].updated_at, str(item[3].id)), reverse=True)
     scored = scored[:limit]
     best = scored[0][0] or 1.0
     results = []
-    for combined, relevance, recency, updated_at, row in scored:
+    for combined, relevance, recency, row in scored:
         value = combined / best if combined > 0 else math.ulp(1.0)  # (0, 1]: never zero
         score = SearchScore(
             value=value,
@@ -527,14 +517,5 @@ def observation_search(
                 "recency": recency,
             },
         )
-        compact_row = {
-            "id": _as_uuid(row[0]),
-            "type": row[1],
-            "title": row[2],
-            "topic_key": row[3],
-            "session_id": _as_uuid(row[4]),
-            "updated_at": updated_at,
-            "content_head": row[6],
-        }
-        results.append(records.observation_compact(compact_row, preview_chars=preview_chars, score=score))
+        results.append(observation_compact(row, preview_chars=preview_chars, score=score))
     return results

@@ -1,4 +1,4 @@
-"""Hot paths beyond start/save/context: search and the raw-row context ranking."""
+"""Reads: the context ranking as callers see it (ids, timestamps, order, start == context)."""
 
 from datetime import timedelta
 
@@ -6,25 +6,6 @@ import pytest
 from django.utils import timezone
 
 from tests.factories import ObservationFactory, SessionFactory
-from tests.test_query_counts import grow_history, queries_of
-
-
-@pytest.mark.parametrize("size", [5, 250])
-def test_search_query_count_is_constant(mem, size):
-    grow_history("alice", size)
-    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
-    mem.mem_search("alice", "retry")  # the SQLite index self-check runs once per call, counted below
-    assert queries_of(lambda: mem.mem_search("alice", "retry")) in (1, 2)
-    assert queries_of(lambda: mem.mem_search("alice", "retry backoff nothingmatches")) in (1, 2)
-
-
-def test_search_query_count_does_not_grow_with_history(mem):
-    grow_history("alice", 5)
-    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
-    small = queries_of(lambda: mem.mem_search("alice", "retry"))
-    session = SessionFactory(user_id="alice", completed=True)
-    ObservationFactory.create_batch(200, session=session, user_id="alice", title="retry retry")
-    assert queries_of(lambda: mem.mem_search("alice", "retry")) == small
 
 
 def test_context_returns_uuid_strings_and_utc_timestamps_like_the_record(mem, clock):

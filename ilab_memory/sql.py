@@ -1,0 +1,147 @@
+"""The few statements the ORM cannot express, each with why. Everything else is the ORM.
+
+Django 5.2 has no ``UPDATE … RETURNING``, no per-transaction advisory lock, and would rank the
+context candidates only after fetching them all. Each function here runs one statement on the
+connection ``using``, scoped by ``user_id`` (or by an id the caller already scoped), and
+returns model instances through ``Manager.raw`` so values are converted exactly as the ORM
+converts them. The engine-specific full-text SQL lives with search (``services/search.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+
+from django.db import connections
+
+from . import scoring
+from .models import Observation, Session, SessionStatus
+
+OBS = Observation._meta.db_table
+SESSION = Session._meta.db_table
+ACTIVE = SessionStatus.ACTIVE.value
+OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
+
+
+def _db(model, field: str, value, connection):
+    """``value`` as the ORM would send it for ``model.field`` (UUID hex on SQLite, text times…)."""
+    return model._meta.get_field(field).get_db_prep_value(value, connection)
+
+
+def lock_user(user_id: str, *, using: str) -> None:
+    """PostgreSQL: hold a per-user lock until the transaction ends (other engines: nothing).
+
+    ``SELECT … FOR UPDATE`` cannot lock a row that does not exist yet: when a user has no
+    active session, every concurrent writer would open one, all but one would hit the
+    one-active-session constraint, and under steady churn a writer could lose every retry.
+    The advisory lock queues one user's session openers instead. SQLite needs none: its
+    IMMEDIATE transaction already holds the database's write lock.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"ilab_memory.session:{user_id}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])
+
+
+BUMP_LIVE_SESSION = f"""
+    UPDATE {SESSION} SET last_activity_at = %s
+    WHERE user_id = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
+    RETURNING id"""
+
+
+def bump_live_session(user_id: str, *, now: datetime, live_since: datetime, using: str) -> uuid.UUID | None:
+    """The id of the user's active session last active at or after ``live_since``, bumped to ``now``.
+
+    Why raw: every start and write begins here, and finding the session and keeping it alive is
+    one statement with RETURNING (the ORM needs an UPDATE and a SELECT). The UPDATE also takes
+    the session's row lock, which queues the user's writers on PostgreSQL. None: the user has
+    no active session, or it expired (the caller decides).
+    """
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(BUMP_LIVE_SESSION, [
+            _db(Session, "last_activity_at", now, connection), user_id,
+            _db(Session, "last_activity_at", live_since, connection),
+        ])
+        row = cursor.fetchone()
+    return None if row is None else Session._meta.pk.to_python(row[0])
+
+
+# ``deleted_at IS NULL`` again outside the subquery: PostgreSQL re-checks it after waiting for
+# a concurrent soft delete, so a deleted row is never counted. ``coalesce(topic_key, %s)``: a
+# repeat naming a topic the first save lacked keeps it (no live row holds that topic, or the
+# save would have revised it), so the next save of the topic revises this row.
+COUNT_DUPLICATE = f"""
+    UPDATE {OBS} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
+        session_id = %s, last_seen_at = %s, topic_key = coalesce(topic_key, %s)
+    WHERE id = (
+        SELECT id FROM {OBS}
+        WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
+        ORDER BY created_at DESC LIMIT 1
+    ) AND deleted_at IS NULL
+    RETURNING {OBSERVATION_COLUMNS}"""
+
+
+def count_duplicate(*, user_id: str, digest: str, since: datetime, session_id: uuid.UUID, now: datetime,
+                    blocks: int, topic_key: str | None, using: str) -> Observation | None:
+    """Count a repeat on the user's newest live twin created at or after ``since``; None if none.
+
+    Why raw: finding the twin, counting it, moving it to the session and reading it back is
+    one statement (the ORM needs a locked read and an update).
+    """
+    connection = connections[using]
+    params = [
+        blocks, _db(Observation, "session", session_id, connection), _db(Observation, "last_seen_at", now, connection),
+        topic_key, user_id, digest, _db(Observation, "created_at", since, connection),
+    ]
+    rows = list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))
+    return rows[0] if rows else None
+
+
+# The user's rows in an order only the user's own index (ilab_mem_obs_user_updated) gives, so
+# the planner cannot walk the all-users (updated_at, id) index and skip other users' newer rows
+# one by one (unbounded as others write more). On PostgreSQL ``= ANY(ARRAY[x])`` is the same
+# test as ``= x`` without letting the planner fold user_id into a constant and drop it from
+# the ORDER BY. tests/test_sql.py checks the plan with a heavy and a light user.
+OWN_ROWS = {"sqlite": "user_id = %s", "postgresql": "user_id = ANY(ARRAY[%s]::text[])"}
+
+
+def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int) -> str:
+    # Limits are validated integer settings, written into the text (not parameters) so the
+    # planner sees them. Rank, cut to the winners, and only then join for their text: a join
+    # before the cut fetched every candidate's row on both engines.
+    return f"""
+    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+           substr(o.content, 1, %s) AS content_head, w.hours, w.type_weight, w.recency, w.reinforcement, w.score
+    FROM (
+        SELECT id, updated_at, hours, type_weight, {scoring.SCORE_COLUMNS}
+        FROM (
+            SELECT id, updated_at, {scoring.factor_columns(vendor, weighted_types)}
+            FROM {OBS}
+            WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL
+            ORDER BY user_id, updated_at DESC, id DESC
+            LIMIT {int(candidates)}
+        ) c
+        ORDER BY score DESC, updated_at DESC, id DESC
+        LIMIT {int(limit)}
+    ) w JOIN {OBS} o ON o.id = w.id
+    ORDER BY w.score DESC, w.updated_at DESC, w.id DESC"""
+
+
+def ranked_context(user_id: str, *, now: datetime, type_weights: dict[str, float], head_chars: int,
+                   candidates: int, limit: int, using: str) -> list[Observation]:
+    """The ``limit`` best by ContextScore of the user's newest ``candidates`` live observations.
+
+    Why raw: the database scores the candidates and returns only the winners (with the ORM all
+    candidates come back to be scored in Python: measured, several times slower on every start).
+    Each instance carries ``content_head`` and the score's factors (see ``scoring``); the
+    order is score, then newest update, then id.
+    """
+    connection = connections[using]
+    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit)
+    now_param = _db(Observation, "updated_at", now, connection)
+    params = [head_chars, *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id]
+    return list(Observation.objects.db_manager(using).raw(sql, params))
