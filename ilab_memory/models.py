@@ -212,3 +212,40 @@ class ObservationRevision(models.Model):
 
     def __str__(self):
         return f"{self.observation_id} r{self.revision}"
+
+
+class ObservationVector(models.Model):
+    """The embedding of one live observation's stored (redacted) text, or its place in the queue.
+
+    ``model_id`` None: waiting for a vector (a write queued it). A vector belongs to the model
+    that made it; search reads only the current model's, so spaces never mix. ``generation``
+    grows with every write that queues it again: a worker stores its vector only if the row
+    is still the generation it read, so a slow worker never overwrites a newer text's place.
+    """
+
+    observation = models.OneToOneField(
+        Observation, on_delete=models.CASCADE, related_name="vector", verbose_name=_("observation")
+    )
+    user_id = models.CharField(_("user id"), max_length=255)
+    model_id = models.CharField(_("model"), max_length=200, null=True, blank=True)
+    dimensions = models.PositiveIntegerField(_("dimensions"), null=True, blank=True)
+    # float32, little-endian, L2-normalized: dimensions × 4 bytes.
+    vector = models.BinaryField(_("vector"), null=True, blank=True)
+    generation = models.PositiveIntegerField(_("generation"), default=1)
+    queued_at = models.DateTimeField(_("queued at"))
+    # A worker's lease on a pending row: others skip it until then (a killed worker's lapses).
+    claimed_until = models.DateTimeField(_("claimed until"), null=True, blank=True)
+    embedded_at = models.DateTimeField(_("embedded at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("observation vector")
+        verbose_name_plural = _("observation vectors")
+        indexes = [
+            # A user's vectors of one model (search), and their pending or stale rows.
+            models.Index(fields=["user_id", "model_id", "generation", "id"], name="ilab_mem_vec_user_model"),
+            # The queue across users, oldest first (workers and the embed command).
+            models.Index(fields=["queued_at"], condition=Q(model_id__isnull=True), name="ilab_mem_vec_pending"),
+        ]
+
+    def __str__(self):
+        return f"{self.observation_id} · {self.model_id or 'pending'}"

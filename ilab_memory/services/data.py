@@ -25,11 +25,12 @@ from django.utils import timezone
 
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
-from ..models import Observation, ObservationRevision, Session, SessionStatus
+from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
 from ..validation import check_length, check_text, clean_type, clean_user_id
+from . import embedding
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact
 from .sessions import _locked_active_session, build_auto_summary
@@ -420,7 +421,7 @@ def user_import(*, user_id: str, data: Any, config: Config | None = None, using:
 
         new_observations = [o for o in observations if o["id"] not in observation_owners]
         conflicts = _hide_topic_conflicts(user_id, new_observations, now=now, using=using)
-        Observation.objects.using(using).bulk_create(
+        created = Observation.objects.using(using).bulk_create(
             [
                 Observation(user_id=user_id, dedupe_hash=dedupe_hash(type=o["type"], title=o["title"],
                                                                       content=o["content"]), **o)
@@ -428,6 +429,7 @@ def user_import(*, user_id: str, data: Any, config: Config | None = None, using:
             ],
             batch_size=CHUNK,
         )
+        embedding.queue([o for o in created if o.deleted_at is None], now=now, config=config, using=using)
 
         # History of an observation the user already had is kept as it is: it has its own.
         new_ids = {o["id"] for o in new_observations}
@@ -494,11 +496,13 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
+        vectors = ObservationVector.objects.using(using).filter(user_id=user_id).delete()[0]
+        vectors += ObservationVector.objects.using(using).filter(observation__user_id=user_id).delete()[0]
         observations = Observation.objects.using(using).for_user(user_id).delete()[0]
         sessions = Session.objects.using(using).for_user(user_id).delete()[0]
         if sqlite:
             _compact_sqlite_search_index(connection)
-        counts = {"sessions": sessions, "observations": observations, "revisions": revisions}
+        counts = {"sessions": sessions, "observations": observations, "revisions": revisions, "vectors": vectors}
         send_on_commit(user_forgotten, Session, using=using, user_id=user_id, counts=counts)
         return counts
 

