@@ -1,14 +1,18 @@
-"""Search relevance on a graded query set: mem_search next to an engram-like baseline.
+"""Search relevance on graded query sets: hybrid mem_search, its lexical half, and a baseline.
 
-    .venv/bin/python -m benchmarks.search_quality [path/to/search-dev.json] [--details]
+    .venv/bin/python -m benchmarks.search_quality [SET.json ...] [--details] [--json out.json]
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.search_quality
+    .venv/bin/python -m benchmarks.search_quality --agreement sqlite.json postgresql.json
 
-Loads the set into a fresh test database (SQLite by default, PostgreSQL with DATABASE_URL),
+Loads each set (default: both development sets in ../shared/eval) into a fresh test database
+(SQLite by default, PostgreSQL with DATABASE_URL), embeds it as ``ilab_memory_embed`` would,
 runs every query as its own user through the real search, and prints nDCG@10 (gains = the
-grades), recall@10 of grade-2 items and MRR of the first grade-2 item. The baseline, computed in
-the same run on the same engine and index, is how engram searches: every word quoted and
-required, equal field weights, no fallback. Errors and rows of another user are counted too;
-both must be 0.
+grades), recall@10 of grade-2 items and MRR of the first grade-2 item, overall and per tag (the
+``[tag]`` that starts a query's note). Three searches in the same run on the same engine and
+index: ``hybrid`` (the default, words and meaning), ``lexical`` (EMBEDDER None) and
+``baseline``, how engram searches: every word quoted and required, equal field weights, no
+fallback. Errors and rows of another user are counted too; both must be 0. ``--agreement``
+compares the top-3 of two runs' JSON (one per engine).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-DEFAULT_SET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "search-dev.json"
+EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
+DEFAULT_SETS = [EVAL / "search-dev.json", EVAL / "search-semantic-dev.json"]
 K = 10
 
 
@@ -111,71 +116,123 @@ def reciprocal_rank(ranked: list[str], grades: dict[str, int]) -> float:
     return 0.0
 
 
+def tag_of(query: dict) -> str:
+    note = query.get("note", "")
+    return note[: note.index("]") + 1] if note.startswith("[") and "]" in note else "(untagged)"
+
+
 def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
-    """``run(user_id, query) -> [set keys]``; metrics averaged over the queries."""
+    """``run(user_id, query) -> [set keys]``; metrics averaged over the queries and per tag."""
     totals = {"ndcg@10": 0.0, "recall@10": 0.0, "mrr": 0.0, "errors": 0, "other_user_rows": 0}
-    per_query = []
+    tags: dict[str, list] = {}
+    rankings = {}
     for q in data["queries"]:
         try:
             ranked = run(q["user_id"], q["query"])
         except Exception as error:  # counted and reported: the target is zero
             totals["errors"] += 1
-            per_query.append((q, [], f"{type(error).__name__}: {error}"))
-            continue
+            ranked = []
+            print(f"error in {q['id']}: {type(error).__name__}: {error}", file=sys.stderr)
+        rankings[q["id"]] = ranked
         totals["other_user_rows"] += sum(owner_of[key] != q["user_id"] for key in ranked)
         grades = q["relevant"]
-        totals["ndcg@10"] += ndcg(ranked, grades)
-        totals["recall@10"] += recall(ranked, grades)
-        totals["mrr"] += reciprocal_rank(ranked, grades)
-        per_query.append((q, ranked, None))
+        scores = (ndcg(ranked, grades), recall(ranked, grades), reciprocal_rank(ranked, grades))
+        for metric, value in zip(("ndcg@10", "recall@10", "mrr"), scores):
+            totals[metric] += value
+        tags.setdefault(tag_of(q), []).append(scores)
     n = len(data["queries"])
     for metric in ("ndcg@10", "recall@10", "mrr"):
         totals[metric] /= n
-    totals["per_query"] = per_query
+    totals["tags"] = {
+        tag: {"n": len(rows), "ndcg@10": sum(r[0] for r in rows) / len(rows), "mrr": sum(r[2] for r in rows) / len(rows)}
+        for tag, rows in sorted(tags.items())
+    }
+    totals["rankings"] = rankings
     return totals
+
+
+def run_set(path: Path, *, details: bool) -> dict:
+    from django.db import connection
+
+    from ilab_memory.conf import get_config
+    from ilab_memory.models import Observation, ObservationVector, Session
+    from ilab_memory.services.embedding import embed_waiting, queue_missing
+    from ilab_memory.services.search import observation_search
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    keys = load(data)  # {observation id as 32 hex digits: set key}
+    queue_missing()
+    embed_waiting()
+    owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
+    lexical_only = get_config({"EMBEDDER": None})
+
+    def searcher(config=None):
+        def run(user_id, query):
+            results = observation_search(user_id=user_id, query=query, limit=K, config=config)
+            return [keys[result.id.replace("-", "")] for result in results]
+
+        return run
+
+    def baseline(user_id, query):
+        return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
+
+    results = {
+        "hybrid": evaluate(data, searcher(), owner_of),
+        "lexical": evaluate(data, searcher(lexical_only), owner_of),
+        "baseline": evaluate(data, baseline, owner_of),
+    }
+    print(f"\n{path.name}   engine: {connection.vendor}   queries: {len(data['queries'])}   "
+          f"observations: {len(data['observations'])}")
+    print(f"{'':10}{'nDCG@10':>9}{'recall@10':>11}{'MRR':>7}{'errors':>8}{'other-user':>12}")
+    for name, r in results.items():
+        print(f"{name:10}{r['ndcg@10']:9.3f}{r['recall@10']:11.3f}{r['mrr']:7.3f}{r['errors']:8d}{r['other_user_rows']:12d}")
+    print(f"{'tag':26}{'n':>3}" + "".join(f"{name + ' nDCG':>15}" for name in results))
+    for tag in results["hybrid"]["tags"]:
+        print(f"{tag[:26]:26}{results['hybrid']['tags'][tag]['n']:3d}"
+              + "".join(f"{r['tags'][tag]['ndcg@10']:15.3f}" for r in results.values()))
+    if details:
+        for q in data["queries"]:
+            ranked = results["hybrid"]["rankings"][q["id"]]
+            score = ndcg(ranked, q["relevant"])
+            if score < 0.999:
+                print(f"  {q['id']} {score:.2f} {q['query']!r} want {q['relevant']} got {ranked[:5]}")
+    ObservationVector.objects.all().delete()
+    Observation.objects.all().delete()
+    Session.objects.all().delete()
+    return {name: {k: v for k, v in r.items()} for name, r in results.items()}
+
+
+def agreement(first: Path, second: Path) -> int:
+    """Share of queries whose hybrid top-3 is the same in two runs (two engines)."""
+    a, b = (json.loads(Path(p).read_text()) for p in (first, second))
+    for name in a:
+        ra, rb = a[name]["hybrid"]["rankings"], b[name]["hybrid"]["rankings"]
+        same = sum(ra[q][:3] == rb.get(q, [])[:3] for q in ra)
+        print(f"{name}: same top-3 for {same}/{len(ra)} queries ({same / len(ra):.0%})")
+    return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", nargs="?", default=str(DEFAULT_SET), help="the graded set (JSON)")
+    parser.add_argument("paths", nargs="*", default=[str(p) for p in DEFAULT_SETS], help="graded sets (JSON)")
     parser.add_argument("--details", action="store_true", help="print each query that is not perfect")
+    parser.add_argument("--json", help="write the metrics and rankings to this file")
+    parser.add_argument("--agreement", nargs=2, metavar="RUN.json", help="compare the top-3 of two runs")
     args = parser.parse_args(argv)
-    data = json.loads(Path(args.path).read_text(encoding="utf-8"))
+    if args.agreement:
+        return agreement(*args.agreement)
 
     setup_django()
     from django.db import connection
 
-    from ilab_memory.services.search import observation_search
-
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        keys = load(data)  # {observation id as 32 hex digits: set key}
-        owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
-
-        def ours(user_id, query):
-            results = observation_search(user_id=user_id, query=query, limit=K)
-            return [keys[result.id.replace("-", "")] for result in results]
-
-        def baseline(user_id, query):
-            return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
-
-        results = {"mem_search": evaluate(data, ours, owner_of), "baseline": evaluate(data, baseline, owner_of)}
-        engine = connection.vendor
+        report = {Path(path).name: run_set(Path(path), details=args.details) for path in args.paths}
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
-
-    print(f"engine: {engine}   queries: {len(data['queries'])}   observations: {len(data['observations'])}")
-    print(f"{'':12}{'nDCG@10':>9}{'recall@10':>11}{'MRR':>7}{'errors':>8}{'other-user':>12}")
-    for name, r in results.items():
-        print(f"{name:12}{r['ndcg@10']:9.4f}{r['recall@10']:11.4f}{r['mrr']:7.4f}{r['errors']:8d}{r['other_user_rows']:12d}")
-    gain = results["mem_search"]["ndcg@10"] - results["baseline"]["ndcg@10"]
-    print(f"nDCG@10 above the baseline: {gain:+.3f}")
-    if args.details:
-        for q, ranked, error in results["mem_search"]["per_query"]:
-            score = ndcg(ranked, q["relevant"])
-            if error or score < 0.999:
-                print(f"{q['id']} {score:.2f} {q['query']!r} want {q['relevant']} got {ranked[:5]} {error or ''}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 
 

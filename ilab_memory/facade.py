@@ -239,7 +239,7 @@ class ILabMemory:
     def mem_stats(self, user_id: str):
         from . import selectors
 
-        return selectors.stats(user_id=self._user(user_id), using=self.using)
+        return selectors.stats(user_id=self._user(user_id), **self._kwargs())
 
     # -- the user's data -----------------------------------------------------------------
 

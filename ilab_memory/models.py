@@ -214,6 +214,13 @@ class ObservationRevision(models.Model):
         return f"{self.observation_id} r{self.revision}"
 
 
+class ObservationVectorQuerySet(models.QuerySet):
+    def waiting(self, model_id: str):
+        """Rows without a vector of ``model_id``: queued, or embedded by another model (written
+        as two ranges so the (user_id, model_id) index serves it)."""
+        return self.filter(Q(model_id__isnull=True) | Q(model_id__lt=model_id) | Q(model_id__gt=model_id))
+
+
 class ObservationVector(models.Model):
     """The embedding of one live observation's stored (redacted) text, or its place in the queue.
 
@@ -236,6 +243,8 @@ class ObservationVector(models.Model):
     # A worker's lease on a pending row: others skip it until then (a killed worker's lapses).
     claimed_until = models.DateTimeField(_("claimed until"), null=True, blank=True)
     embedded_at = models.DateTimeField(_("embedded at"), null=True, blank=True)
+
+    objects = ObservationVectorQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("observation vector")

@@ -15,7 +15,8 @@ from django.utils import timezone
 from . import scoring, sql
 from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
-from .models import Observation, ObservationRevision, Session, SessionStatus
+from .embeddings import configured_embedder
+from .models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
 from .types import (
     MemoryStats,
     ObservationCompact,
@@ -129,7 +130,7 @@ def sessions_list(
     return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[: max(0, limit)]]
 
 
-def stats(*, user_id: str, using: str = "default") -> MemoryStats:
+def stats(*, user_id: str, config: Config | None = None, using: str = "default") -> MemoryStats:
     session_counts = Session.objects.using(using).for_user(user_id).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),
@@ -147,6 +148,10 @@ def stats(*, user_id: str, using: str = "default") -> MemoryStats:
         for row in observations.live().values("type").annotate(n=Count("id")).order_by("type")
     }
     revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).count()
+    embedder = configured_embedder((config or get_config()).EMBEDDER)
+    waiting = 0 if embedder is None else (
+        ObservationVector.objects.using(using).filter(user_id=user_id).waiting(embedder.model_id).count()
+    )
     return MemoryStats(
         user_id=user_id,
         sessions=session_counts["total"],
@@ -158,4 +163,5 @@ def stats(*, user_id: str, using: str = "default") -> MemoryStats:
         deleted_observations=observation_counts["deleted"],
         revisions=revisions,
         observations_by_type=by_type,
+        waiting_for_vector=waiting,
     )

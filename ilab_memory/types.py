@@ -175,6 +175,7 @@ class MemoryStats:
     deleted_observations: int
     revisions: int
     observations_by_type: dict[str, int]
+    waiting_for_vector: int = 0  # live memories without a vector of the current model (hybrid search)
 
 
 # -- builders: stored rows -> the values above ---------------------------------------------

@@ -188,7 +188,11 @@ def _matrix(user_id: str, model_id: str, dimensions: int, *, using: str, max_byt
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dimensions) if ids else (
             np.zeros((0, dimensions), dtype=np.float32))
         entry = _Matrix(fingerprint, ids, matrix)
-        matrices.put(key, entry, max_bytes=max_bytes)
+        # Only committed rows are worth keeping: rows read inside a transaction may be rolled
+        # back, and SQLite then hands their ids out again, so a later state could show the same
+        # fingerprint with other vectors.
+        if not connections[using].in_atomic_block:
+            matrices.put(key, entry, max_bytes=max_bytes)
     return entry
 
 

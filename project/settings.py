@@ -39,6 +39,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "project.urls"
 WSGI_APPLICATION = "project.wsgi.application"
+ASGI_APPLICATION = "project.asgi.application"  # Django plus the MCP endpoint at /mcp/
 
 TEMPLATES = [
     {
@@ -95,7 +96,22 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 
 LOGIN_URL = "admin:login"
 
-ILAB_MEMORY = {}
+ILAB_MEMORY = {
+    # "inline": a search embeds its user's new memories first (no worker needed, the demo's
+    # default); "celery": workers started with `celery -A project.celery worker` do it.
+    "EMBEDDING_MODE": os.environ.get("ILAB_MEMORY_EMBEDDING_MODE", "inline"),
+    # The embedder ("default": multilingual-e5-small, or a dotted path) and a worker's lease on
+    # a batch, in seconds: the library's defaults unless set (tests/test_tasks.py starts its
+    # Celery workers with its own).
+    "EMBEDDER": os.environ.get("ILAB_MEMORY_EMBEDDER", "default"),
+    "EMBED_LEASE_SECONDS": int(os.environ.get("ILAB_MEMORY_EMBED_LEASE_SECONDS", "300")),
+}
+
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "ilab_memory")
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
 
 # The memory API (ilab_memory.api) takes authentication from here; its views set the rest.
 REST_FRAMEWORK = {

@@ -230,7 +230,7 @@ def test_forget_erases_every_row_of_the_user_and_returns_counts(mem, clock):
     fill(mem, "alice")
     fill(mem, "bob")
     counts = mem.mem_forget_user("alice")
-    assert counts == {"sessions": 2, "observations": 4, "revisions": 1}
+    assert counts == {"sessions": 2, "observations": 4, "revisions": 1, "vectors": 3}
     assert not Session.objects.filter(user_id="alice").exists()
     assert not Observation.objects.filter(user_id="alice").exists()
     assert not ObservationRevision.objects.filter(user_id="alice").exists()
@@ -238,7 +238,7 @@ def test_forget_erases_every_row_of_the_user_and_returns_counts(mem, clock):
 
 
 def test_forget_of_an_unknown_user_erases_nothing(mem):
-    assert mem.mem_forget_user("nobody") == {"sessions": 0, "observations": 0, "revisions": 0}
+    assert mem.mem_forget_user("nobody") == {"sessions": 0, "observations": 0, "revisions": 0, "vectors": 0}
 
 
 def test_forget_rejects_a_bad_user_id(mem):

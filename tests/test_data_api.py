@@ -36,7 +36,7 @@ def document(client, carol):
     assert exported.status_code == 200
     document = read_json(exported)  # streamed: read it before the rows are erased
     forgot = client.post(f"{API}forget/", {"confirm": str(carol.pk)}, format="json")
-    assert forgot.status_code == 200 and forgot.json() == {"sessions": 1, "observations": 1, "revisions": 1}
+    assert forgot.status_code == 200 and forgot.json() == {"sessions": 1, "observations": 1, "revisions": 1, "vectors": 1}
     return document
 
 

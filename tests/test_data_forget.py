@@ -46,7 +46,7 @@ def test_forgotten_user_is_in_no_byte_of_the_sqlite_file_or_its_wal(tmem):
 
     counts = tmem.mem_forget_user(alice)
 
-    assert counts == {"sessions": 2, "observations": 4, "revisions": 1}
+    assert counts == {"sessions": 2, "observations": 4, "revisions": 1, "vectors": 3}
     stored = b""
     for suffix in ("", "-wal"):
         if os.path.exists(path + suffix):
@@ -77,7 +77,7 @@ def test_forgotten_user_is_in_no_row_of_any_postgresql_table(tmem):
 
     assert alice_marker in dump()  # the check can see it
     counts = tmem.mem_forget_user(alice)
-    assert counts == {"sessions": 2, "observations": 4, "revisions": 1}
+    assert counts == {"sessions": 2, "observations": 4, "revisions": 1, "vectors": 3}
     after = dump()
     for trace in (alice_marker, alice_marker.lower(), alice):
         assert trace not in after

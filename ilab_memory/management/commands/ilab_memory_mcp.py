@@ -1,0 +1,26 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from ilab_memory.exceptions import ValidationError
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve one user's memory to an agent over MCP stdio, on this site's database. stdout carries "
+        "only the protocol; logs go to stderr. Over HTTP, mount ilab_memory.mcp.http instead (docs/mcp.md)."
+    )
+    # System checks print to stderr only, but a host's warnings have no place before the protocol.
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--user", required=True, help="The user_id whose memory this process serves.")
+        parser.add_argument("--database", default="default", help="Database alias of the memory.")
+
+    def handle(self, *args, **options):
+        from ilab_memory import ILabMemory
+        from ilab_memory.mcp import stdio
+
+        try:
+            user_id = stdio.clean_user(options["user"])
+        except ValidationError as error:
+            raise CommandError(f"--user {error.message}") from None
+        stdio.serve(ILabMemory(using=options["database"]), user_id)

