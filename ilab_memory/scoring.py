@@ -40,7 +40,7 @@ def factor_columns(vendor: str, weighted_types: int) -> str:
     Parameters, in order: ``factor_params``.
     """
     weight = "".join(" WHEN %s THEN CAST(%s AS float8)" for _ in range(weighted_types))
-    weight = f"CASE type{weight} ELSE 1.0 END" if weighted_types else "1.0"
+    weight = f"CASE type{weight} ELSE CAST(1 AS float8) END" if weighted_types else "CAST(1 AS float8)"
     greatest = GREATEST[vendor]
     extra = f"{greatest}(0, revision_count - 1) + {greatest}(0, duplicate_count - 1)"
     return f"{HOURS_SINCE_UPDATE[vendor]} AS hours, {weight} AS type_weight, {extra} AS extra"
@@ -50,9 +50,14 @@ def factor_params(*, now_param, type_weights: dict[str, float]) -> list:
     return [now_param, *(value for name, weight in type_weights.items() for value in (name, float(weight)))]
 
 
-# Over the columns of ``factor_columns``: recency, reinforcement, then their product.
-RECENCY = f"power({RECENCY_DECAY_PER_HOUR!r}, hours)"
-REINFORCEMENT = f"(1.0 + {REINFORCEMENT_CAP!r} * extra / (extra + {float(REINFORCEMENT_HALF)!r}))"
+# Over the columns of ``factor_columns``: recency, reinforcement, then their product. Every
+# constant is a double: PostgreSQL reads a bare 0.5 as exact numeric and would return Decimals.
+def _double(value: float) -> str:
+    return f"CAST({float(value)!r} AS float8)"
+
+
+RECENCY = f"power({_double(RECENCY_DECAY_PER_HOUR)}, hours)"
+REINFORCEMENT = f"({_double(1)} + {_double(REINFORCEMENT_CAP)} * extra / (extra + {_double(REINFORCEMENT_HALF)}))"
 SCORE_COLUMNS = f"{RECENCY} AS recency, {REINFORCEMENT} AS reinforcement, {RECENCY} * type_weight * {REINFORCEMENT} AS score"
 
 

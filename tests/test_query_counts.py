@@ -94,7 +94,9 @@ RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
     # cached), the rows of candidates found by meaning only
     (RECORDING, on(sqlite=5, postgresql=4)),
 ])
-def test_search_query_count_is_constant(mem, settings, size, setting, expected):
+def test_search_query_count_is_constant(tmem, settings, size, setting, expected):
+    """Committed rows (tmem): a matrix read inside a transaction is never cached."""
+    mem = tmem
     settings.ILAB_MEMORY = setting
     grow_history("alice", size)
     mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
@@ -105,7 +107,8 @@ def test_search_query_count_is_constant(mem, settings, size, setting, expected):
 
 
 @pytest.mark.parametrize("setting", [WORDS_ONLY, RECORDING])
-def test_search_query_count_does_not_grow_with_history(mem, settings, setting):
+def test_search_query_count_does_not_grow_with_history(tmem, settings, setting):
+    mem = tmem
     settings.ILAB_MEMORY = setting
     grow_history("alice", 5)
     mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")

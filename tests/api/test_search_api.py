@@ -29,7 +29,9 @@ def test_search_filters_by_type_and_honours_limit(as_alice):
 
 def test_search_never_matches_private_text(as_alice):
     save(as_alice, "token", "the key is <private>hunter2</private>")
-    assert as_alice.get(API + "observations/search/?q=hunter2").json() == []
+    results = as_alice.get(API + "observations/search/?q=hunter2").json()
+    # No word matched: a result here is only the nearest by meaning of the public text.
+    assert all(r["score"]["breakdown"]["relevance"] is None for r in results)
 
 
 @pytest.mark.parametrize("q", ['"unbalanced', "a AND OR NOT (", "*", "col:val", "'; drop table x; --"])
