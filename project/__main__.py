@@ -49,9 +49,13 @@ def demo(argv: list[str]) -> int:
         port = argv[1]
     run("manage.py", "migrate", "--no-input", "-v", "0")
     run("manage.py", "ilab_memory_demo")
-    print(f"\nDemo site: http://127.0.0.1:{port}/admin/  (login: operator / operator)\n", flush=True)
+    print(f"\nDemo site: http://127.0.0.1:{port}/admin/  (login: operator / operator)", flush=True)
+    print(f"MCP for agents: http://127.0.0.1:{port}/mcp/  (token: .venv/bin/python manage.py "
+          "drf_create_token operator; docs/mcp.md)\n", flush=True)
     os.chdir(ROOT)
-    os.execv(str(PYTHON), [str(PYTHON), "manage.py", "runserver", f"127.0.0.1:{port}"])
+    # The ASGI application serves the site and the MCP endpoint (runserver would serve WSGI only).
+    os.execv(str(PYTHON), [str(PYTHON), "-m", "uvicorn", "project.asgi:application",
+                           "--host", "127.0.0.1", "--port", port])
     return 0  # not reached
 
 

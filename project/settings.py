@@ -112,6 +112,10 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "ilab_me
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# A Redis that accepts connections but never answers (hung, failing over, a dead NAT path) would
+# otherwise block the write that enqueues a task on commit forever: socket reads wait without a
+# limit by default. With these the publish fails within seconds; the write logs it and goes on.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 3, "socket_connect_timeout": 3}
 
 # The memory API (ilab_memory.api) takes authentication from here; its views set the rest.
 REST_FRAMEWORK = {

@@ -32,7 +32,7 @@ def test_a_save_queues_a_vector_that_a_search_then_embeds(mem, clock):
     stored = vector_of(saved.id)
     assert stored.model_id == RecordingEmbedder.model_id and len(stored.vector) == 4 * RecordingEmbedder.dimensions
     assert mem.mem_stats("alice").waiting_for_vector == 0
-    assert RecordingEmbedder.seen[:2] == ["Prefers tea\nGreen tea in the morning.", "tea"]
+    assert RecordingEmbedder.seen[:2] == ["manual: Prefers tea\nGreen tea in the morning.", "tea"]
 
 
 def test_a_duplicate_keeps_its_vector(mem, clock):
@@ -55,7 +55,7 @@ def test_a_write_that_changes_the_text_queues_it_again(mem, clock, write):
     queued = vector_of(saved.id)
     assert queued.model_id is None and queued.vector is None and queued.generation == 2
     embedding.embed_waiting(user_id="alice")
-    assert RecordingEmbedder.seen[-1] == "Deploy\nCanary releases now."
+    assert RecordingEmbedder.seen[-1] == "manual: Deploy\nCanary releases now."
 
 
 def test_soft_delete_drops_the_vector_and_restore_queues_it_again(mem, clock):

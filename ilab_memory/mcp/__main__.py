@@ -1,0 +1,39 @@
+"""``python -m ilab_memory.mcp --db ./mem.db --user alice``: the embedded memory as an MCP stdio server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ilab_memory.mcp",
+        description="Serve one user's ilab_memory (a SQLite file) to an agent over MCP stdio.",
+    )
+    parser.add_argument("--db", required=True, help="the SQLite memory file (created and migrated if new)")
+    parser.add_argument("--user", required=True, help="the user_id whose memory this process serves")
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    args = parser.parse_args(argv)
+
+    from ..conf import DEFAULTS
+    from ..exceptions import IlabMemoryError
+    from . import stdio
+
+    stdio.configure_logging(args.log_level)
+    try:
+        # Checked before the (slower) set-up; embedded mode runs on the default settings.
+        user_id = stdio.clean_user(args.user, limit=DEFAULTS["MAX_USER_ID_CHARS"])
+        with stdio.protocol_safe_stdout():
+            from ..facade import ILabMemory
+
+            memory = ILabMemory.from_path(args.db)
+    except IlabMemoryError as error:
+        print(f"ilab_memory.mcp: {error}", file=sys.stderr)
+        return 2
+    stdio.serve(memory, user_id)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

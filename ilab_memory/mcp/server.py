@@ -1,0 +1,153 @@
+"""One MCP server definition over the ``ILabMemory`` facade, for every transport.
+
+Built on the SDK's low-level ``Server``: the tools are listed with hand-made input schemas (the
+limits of the settings) and output schemas derived from the API's serializers, and each call
+returns a ``CallToolResult`` with structured content in the API's JSON shape plus a short text.
+Every failure of a call is a tool error (``isError``) whose structured content is the API's
+error body (``detail``, ``code``, field ``errors``, ``limit``, ``size``); nothing escapes as a
+protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
+
+Who calls is a *principal* the transport supplies per request (``principal_for(ctx)``): the
+HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Protocol
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from ..exceptions import IlabMemoryError, ValidationError
+from . import shapes, tools
+
+logger = logging.getLogger("ilab_memory.mcp")
+
+SERVER_NAME = "ilab-memory"
+
+
+class ToolRefusal(Exception):
+    """A call refused before it reached the memory (permission, throttle); ``body`` as the API's."""
+
+    def __init__(self, body: dict[str, Any]):
+        super().__init__(body["detail"])
+        self.body = body
+
+
+class Principal(Protocol):
+    """Who is calling, as far as a tool call needs to know."""
+
+    def acting_user_id(self, requested: str | None) -> str:
+        """The user_id the call acts for; raises ToolRefusal when ``requested`` is not allowed."""
+
+    def check_throttle(self) -> None:
+        """Raises ToolRefusal when the caller is over its rate."""
+
+
+def error_body(exc: Exception) -> dict[str, Any]:
+    """The API's error body for one of the app's exceptions, or a refusal."""
+    if isinstance(exc, ToolRefusal):
+        return exc.body
+    from ..api.errors import app_error_response
+
+    response = app_error_response(exc)
+    if response is not None:
+        return dict(response.data)
+    return {"detail": str(exc), "code": getattr(exc, "code", "invalid")}
+
+
+def error_result(body: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Error ({body['code']}): {body['detail']}")],
+        structured_content=body,
+        is_error=True,
+    )
+
+
+INTERNAL_ERROR_BODY = {"detail": "The memory server failed to answer this call; it has been logged.",
+                       "code": "internal_error"}
+
+
+def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
+    """The MCP server over ``memory`` (an ``ILabMemory``); ``principal_for(ctx)`` names the caller."""
+    from ..conf import get_config
+
+    config = get_config()
+    specs = {spec.name: spec for spec in tools.tool_specs(config)}
+    outputs = shapes.output_schemas()
+    listing = types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                input_schema=spec.input_schema,
+                output_schema=outputs[spec.name],
+                annotations=spec.annotations,
+            )
+            for spec in specs.values()
+        ]
+    )
+
+    def call(principal: Principal, spec: tools.ToolSpec, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        # Runs in a worker thread: the ORM is synchronous. Connections are recycled around each
+        # call as Django does around each request (CONN_MAX_AGE, health checks).
+        from django.db import close_old_connections
+
+        close_old_connections()
+        try:
+            principal.check_throttle()
+            args = tools.check_arguments(spec.input_schema, arguments)
+            user_id = principal.acting_user_id(args.pop("user_id", None))
+            structured, text = spec.run(memory, user_id, args)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                        structured_content=structured)
+        except (IlabMemoryError, ToolRefusal) as exc:
+            body = error_body(exc)
+            logger.info("Tool %s refused: %s", spec.name, body["code"])
+            return error_result(body)
+        except Exception:
+            # A bug: the traceback stays in the server's log, the caller gets a generic error.
+            logger.exception("Tool %s failed", spec.name)
+            return error_result(dict(INTERNAL_ERROR_BODY))
+        finally:
+            close_old_connections()
+
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return listing
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = specs.get(params.name)
+        if spec is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name[:100]}")
+        try:
+            principal = principal_for(ctx)
+        except ToolRefusal as exc:
+            return error_result(exc.body)
+        arguments = params.arguments
+        if arguments is not None and not isinstance(arguments, dict):
+            return error_result(error_body(ValidationError("arguments", "must be a JSON object.",
+                                                           code="invalid_type")))
+        return await sync_to_async(call, thread_sensitive=False)(principal, spec, arguments)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="ilab_memory",
+        description="Durable, per-user memory for AI agents.",
+        instructions=tools.instructions(config),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ilab-memory")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,509 @@
+"""The eleven memory tools: input schemas, annotations, the facade call, and what an LLM reads.
+
+Each tool is named after the ``ILabMemory`` method it calls and takes that method's parameters.
+Input schemas carry the limits of the ``ILAB_MEMORY`` settings; the services remain the judge
+of text lengths, blank values, type slugs and metadata size (after ``<private>`` redaction,
+exactly as over the HTTP API). ``check_arguments`` enforces the rest of each schema (required,
+unknown arguments, JSON types, integer ranges) with messages that never echo a value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mcp_types import ToolAnnotations
+
+from ..conf import Config
+from ..exceptions import ValidationError
+from . import shapes
+
+OBSERVATION_VOCABULARY = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery",
+                          "learning", "preference")
+TIMELINE_MAX = 50  # as GET observations/{id}/timeline/
+CONTEXT_MAX = 100  # as GET context/
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: ToolAnnotations
+    run: Callable[[Any, str, dict[str, Any]], tuple[dict[str, Any], str]]
+    """(memory, user_id, checked arguments) -> (structured result, text for the LLM)."""
+
+
+# ----------------------------------------------------------------------------- input schemas
+
+
+def _user_id(config: Config) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": config.MAX_USER_ID_CHARS,
+        "description": "Whose memory. Leave it out: it defaults to the caller's own user_id. Naming another "
+        "user needs the ilab_memory.act_for_any_user permission (agent backends serving many users).",
+    }
+
+
+def _observation_id() -> dict[str, Any]:
+    return {"type": "string", "description": "An observation id, as returned by mem_save, mem_search or mem_context."}
+
+
+def _type(config: Config, *, purpose: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "pattern": "^[a-z0-9_-]{1,40}$"}
+    if config.OBSERVATION_TYPES is not None:
+        schema["enum"] = list(config.OBSERVATION_TYPES)
+        vocabulary = ", ".join(config.OBSERVATION_TYPES)
+    else:
+        vocabulary = ", ".join(OBSERVATION_VOCABULARY)
+    schema["description"] = f"{purpose} A lowercase slug; usual values: {vocabulary}."
+    return schema
+
+
+def _title(config: Config) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": config.MAX_TITLE_CHARS,
+            "description": "Short, specific and searchable, e.g. \"Use PostgreSQL in production\"."}
+
+
+def _content(config: Config) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": config.MAX_CONTENT_CHARS,
+            "description": "The memory itself, self-contained: what, why, and where it applies. Wrap secrets "
+            "in <private>…</private>; they are replaced by [REDACTED] before anything is stored."}
+
+
+def _topic_key(config: Config, *, update: bool) -> dict[str, Any]:
+    if update:
+        text = "New topic key; null removes the topic."
+    else:
+        text = ("Optional stable key for a fact that evolves (e.g. \"database-choice\"): saving again with the "
+                "same topic_key revises that memory instead of adding one. Normalized: trimmed, lowercased, "
+                "spaces become '-'.")
+    return {"type": ["string", "null"], "maxLength": config.MAX_TOPIC_KEY_CHARS, "description": text}
+
+
+def _metadata(config: Config) -> dict[str, Any]:
+    return {"type": ["object", "null"],
+            "description": f"Optional JSON object of extra facts (files, tags, links); at most "
+            f"{config.MAX_METADATA_BYTES} bytes serialized and {config.MAX_METADATA_DEPTH} levels deep."}
+
+
+def _summary(config: Config, *, optional: bool) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": ["string", "null"] if optional else "string",
+                              "maxLength": config.MAX_SUMMARY_CHARS}
+    if optional:
+        schema["description"] = ("Final narrative summary of the session. Without it, the summary stored with "
+                                 "mem_session_summary is kept, else an automatic one is written.")
+    else:
+        schema["minLength"] = 1
+        schema["description"] = ("Narrative summary of the session so far: what was done, decided and left "
+                                 "open. Replaces the session's previous summary; the session stays open.")
+    return schema
+
+
+def _count(minimum: int, maximum: int, default: int, description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum, "default": default, "description": description}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+# ------------------------------------------------------------------------------ argument checks
+
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false",
+               "object": "a JSON object", "array": "a JSON array", "null": "null", "number": "a number"}
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def check_arguments(schema: dict[str, Any], arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """The arguments with the schema's required, unknown, type and range rules applied.
+
+    ``null`` for an optional argument whose schema does not take null counts as "not given"
+    (models often send it). Raises the app's ValidationError naming the argument and the rule.
+    """
+    arguments = arguments or {}
+    properties = schema["properties"]
+    required = set(schema["required"])
+    for name in arguments:
+        if name not in properties:
+            raise ValidationError(str(name)[:100], "is not an argument of this tool.", code="unknown_field")
+    checked: dict[str, Any] = {}
+    for name, rule in properties.items():
+        allowed = rule["type"] if isinstance(rule["type"], list) else [rule["type"]]
+        if name not in arguments or (arguments[name] is None and "null" not in allowed and name not in required):
+            if name in required:
+                raise ValidationError(name, "is required.", code="required")
+            continue
+        value = arguments[name]
+        kind = _json_type(value)
+        if kind == "number" and "integer" in allowed and value.is_integer():
+            value, kind = int(value), "integer"  # JSON does not tell 5 from 5.0
+        if kind not in allowed:
+            expected = " or ".join(_TYPE_WORDS[t] for t in allowed)
+            raise ValidationError(name, f"must be {expected}.", code="invalid_type")
+        if kind == "integer":
+            low, high = rule.get("minimum"), rule.get("maximum")
+            if (low is not None and value < low) or (high is not None and value > high):
+                code, limit = ("min_value", low) if low is not None and value < low else ("max_value", high)
+                raise ValidationError(name, f"must be an integer from {low} to {high}.", code=code, limit=limit)
+        checked[name] = value
+    return checked
+
+
+# -------------------------------------------------------------------------------- text helpers
+
+
+def _memories(n: int) -> str:
+    return "1 memory" if n == 1 else f"{n} memories"
+
+
+def _when(stamp: str | None) -> str:
+    return "—" if stamp is None else stamp[:16].replace("T", " ") + " UTC"
+
+
+def _score(score: dict[str, Any] | None) -> str:
+    return "" if score is None else f" — score {score['value']:.3g}"
+
+
+def _compact_line(position: int | None, item: dict[str, Any]) -> str:
+    head = f"{position}. " if position is not None else "- "
+    topic = f" — topic {item['topic_key']}" if item["topic_key"] else ""
+    return (f"{head}[{item['type']}] {item['title']}{_score(item['score'])} — id {item['id']}{topic}\n"
+            f"   {item['preview']}")
+
+
+def _compact_list(items: list[dict[str, Any]], empty: str) -> str:
+    if not items:
+        return empty
+    return "\n".join(_compact_line(i, item) for i, item in enumerate(items, 1))
+
+
+def _summary_kind(is_auto_generated: bool, summary: str | None) -> str:
+    if summary is None:
+        return "no summary"
+    return "Auto" if is_auto_generated else "Human"
+
+
+def _session_line(record: dict[str, Any]) -> str:
+    state = "open" if record["status"] == "active" else f"closed {_when(record['ended_at'])}"
+    summary = record["summary"]
+    kind = _summary_kind(record["is_auto_generated"], summary)
+    text = f"[{kind}] {summary}" if summary is not None else "[no summary yet]"
+    return f"Session {record['id']} ({state}, {_memories(record['observation_count'])}): {text}"
+
+
+# ------------------------------------------------------------------------------------- tools
+
+
+def _start(memory, user_id, args):
+    data = shapes.session_start(memory.mem_session_start(user_id))
+    if data["is_new"]:
+        lines = [f"NEW session {data['session_id']}: greet the user; this conversation starts fresh, "
+                 "with the context below."]
+    else:
+        lines = [f"CONTINUING session {data['session_id']} (it was already open): pick up where you left "
+                 "off; do not greet as if this were a new conversation."]
+    lines.append("")
+    if data["sessions_context"]:
+        lines.append("Past sessions, newest first:")
+        for past in data["sessions_context"]:
+            kind = _summary_kind(past["is_auto_generated"], past["summary"])
+            lines.append(f"- [{kind}] {_when(past['started_at'])} → {_when(past['ended_at'])}, "
+                         f"{_memories(past['observation_count'])}: {past['summary'] or '(no summary)'}")
+    else:
+        lines.append("Past sessions: none yet.")
+    lines.append("")
+    if data["memories"]:
+        lines.append("Memories that matter now (ContextScore: recency × type weight × reinforcement):")
+        lines.append(_compact_list(data["memories"], ""))
+    else:
+        lines.append("Memories: none yet. Save what is worth remembering with mem_save.")
+    return data, "\n".join(lines)
+
+
+def _save(memory, user_id, args):
+    data = shapes.save_result(memory.mem_save(
+        user_id, args["title"], args["content"], type=args.get("type", "manual"),
+        topic_key=args.get("topic_key"), metadata=args.get("metadata"),
+    ))
+    record = data["observation"]
+    verb = {
+        "created": "Saved a new memory",
+        "revised": f"Revised the memory with topic {record['topic_key']} (revision {record['revision_count']}; "
+                   "the previous version is kept in its history)",
+        "duplicate": f"Already remembered: counted a duplicate (seen {record['duplicate_count']} times)",
+    }[data["action"]]
+    text = f"{verb}: [{record['type']}] {record['title']} — id {record['id']}, session {record['session_id']}."
+    if record["redacted_blocks"]:
+        text += f" {record['redacted_blocks']} private block(s) were replaced by [REDACTED] before storing."
+    return data, text
+
+
+def _summary_tool(memory, user_id, args):
+    data = shapes.session_record(memory.mem_session_summary(user_id, args["summary"]))
+    return data, f"Summary stored; the session stays open. {_session_line(data)}"
+
+
+def _end(memory, user_id, args):
+    data = shapes.session_record(memory.mem_session_end(user_id, args.get("summary")))
+    return data, f"Session closed. {_session_line(data)}"
+
+
+def _search(memory, user_id, args):
+    results = shapes.compacts(memory.mem_search(user_id, args["query"], type=args.get("type"),
+                                                limit=args.get("limit", memory_search_default())))
+    data = {"results": results}
+    if not results:
+        return data, "No memories matched. Try other words, fewer terms, or mem_context."
+    mode = results[0]["score"]["breakdown"].get("mode")
+    head = f"{_memories(len(results))} matched" + (" every term" if mode == "all" else " some terms" if mode else "")
+    return data, head + ", best first:\n" + _compact_list(results, "")
+
+
+def _context(memory, user_id, args):
+    memories = shapes.compacts(memory.mem_context(user_id, limit=args.get("limit", memory_context_default())))
+    data = {"memories": memories}
+    return data, "Memories ranked by ContextScore (recency × type weight × reinforcement):\n" + _compact_list(
+        memories, "No memories yet."
+    )
+
+
+def _record_text(record: dict[str, Any]) -> str:
+    topic = record["topic_key"] or "—"
+    return (f"[{record['type']}] {record['title']}\n"
+            f"id {record['id']} — session {record['session_id']} — topic {topic} — revisions "
+            f"{record['revision_count']} — seen {record['duplicate_count']} times — updated "
+            f"{_when(record['updated_at'])}\n\n{record['content']}")
+
+
+def _get(memory, user_id, args):
+    data = shapes.observation_record(memory.mem_get_observation(user_id, args["observation_id"]))
+    return data, _record_text(data)
+
+
+def _update(memory, user_id, args):
+    fields = {k: v for k, v in args.items() if k not in ("observation_id", "user_id")}
+    data = shapes.observation_record(memory.mem_update(user_id, args["observation_id"], **fields))
+    return data, f"Updated (revision {data['revision_count']}; the previous version is kept):\n" + _record_text(data)
+
+
+def _delete(memory, user_id, args):
+    data = shapes.plain(memory.mem_delete(user_id, args["observation_id"], hard=args.get("hard", False)))
+    if data["hard"]:
+        return data, f"Erased observation {data['id']}, its history and its search-index entry."
+    return data, f"Deleted observation {data['id']}: hidden from search, context and reads."
+
+
+def _timeline(memory, user_id, args):
+    data = shapes.timeline(memory.mem_timeline(user_id, args["observation_id"], before=args.get("before", 5),
+                                               after=args.get("after", 5)))
+    lines = [f"Session {data['session_id']}, in the order written:"]
+    lines += [_compact_line(None, item) for item in data["before"]]
+    lines.append(_compact_line(None, data["anchor"]).replace("- ", "> ", 1))
+    lines += [_compact_line(None, item) for item in data["after"]]
+    return data, "\n".join(lines)
+
+
+def _stats(memory, user_id, args):
+    data = shapes.plain(memory.mem_stats(user_id))
+    by_type = ", ".join(f"{kind} {n}" for kind, n in data["observations_by_type"].items()) or "none"
+    return data, (
+        f"Sessions: {data['sessions']} ({data['active_sessions']} active, {data['completed_sessions']} completed; "
+        f"summaries: {data['human_summaries']} human, {data['auto_summaries']} auto). "
+        f"Memories: {data['observations']} live, {data['deleted_observations']} deleted, "
+        f"{data['revisions']} earlier versions kept. By type: {by_type}."
+    )
+
+
+def memory_search_default() -> int:
+    from ..conf import get_config
+
+    return get_config().SEARCH_DEFAULT_LIMIT
+
+
+def memory_context_default() -> int:
+    from ..conf import get_config
+
+    return get_config().CONTEXT_MEMORIES
+
+
+def tool_specs(config: Config) -> list[ToolSpec]:
+    """The tools, with the limits of ``config`` in their input schemas."""
+    user = {"user_id": _user_id(config)}
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return [
+        ToolSpec(
+            "mem_session_start", "Start or continue the user's session",
+            "Call this first, whenever the user shows up (start of every conversation). Returns the active "
+            "session (reused if the user was active within the last "
+            f"{config.SESSION_TIMEOUT_HOURS} hours, else a new one), summaries of the user's recent past sessions "
+            "(each marked Human or Auto) and the memories that matter most now. is_new tells you whether to "
+            "greet the user or continue where you left off. Sessions belong to the server: never invent an id.",
+            _object({**user}),
+            ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False),
+            _start,
+        ),
+        ToolSpec(
+            "mem_save", "Remember something",
+            "Save one typed memory (a decision, preference, bug fix, configuration, discovery …) to the user's "
+            "durable memory, in the active session (opened if needed). Same topic_key as a live memory: that "
+            "memory is revised (action \"revised\", old version kept). Same type, title and content within "
+            f"{config.DEDUPE_WINDOW_MINUTES} minutes: counted as a duplicate. Otherwise created. Over-long or "
+            "blank input is refused, never truncated.",
+            _object({
+                **user,
+                "title": _title(config),
+                "content": _content(config),
+                "type": {**_type(config, purpose="Kind of memory."), "default": "manual"},
+                "topic_key": _topic_key(config, update=False),
+                "metadata": _metadata(config),
+            }, required=("title", "content")),
+            ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                            open_world_hint=False),
+            _save,
+        ),
+        ToolSpec(
+            "mem_session_summary", "Summarize the session so far",
+            "Store a narrative summary on the active session without closing it (call it at milestones). "
+            "It replaces the session's previous summary and is marked Human, never Auto.",
+            _object({**user, "summary": _summary(config, optional=False)}, required=("summary",)),
+            ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False),
+            _summary_tool,
+        ),
+        ToolSpec(
+            "mem_session_end", "End the session",
+            "Close the active session now, when the work is done or the user says goodbye. A non-blank "
+            "summary is stored; a blank or missing one never wipes the summary already stored. Fails with "
+            "code no_active_session when no session is open.",
+            _object({**user, "summary": _summary(config, optional=True)}),
+            ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                            open_world_hint=False),
+            _end,
+        ),
+        ToolSpec(
+            "mem_search", "Search memories",
+            "Full-text search of the user's memories, best first. Words and \"quoted phrases\"; all terms must "
+            "match, and when nothing does, any term may (the score's breakdown says which mode ran). Results "
+            "are previews: read one in full with mem_get_observation. Read-only.",
+            _object({
+                **user,
+                "query": {"type": "string", "minLength": 1, "maxLength": config.MAX_QUERY_CHARS,
+                          "description": "Words and \"quoted phrases\"."},
+                "type": _type(config, purpose="Only memories of this type."),
+                "limit": _count(1, config.SEARCH_MAX_LIMIT, config.SEARCH_DEFAULT_LIMIT, "How many results at most."),
+            }, required=("query",)),
+            read_only,
+            _search,
+        ),
+        ToolSpec(
+            "mem_context", "Memories that matter now",
+            "The user's memories ranked as at session start (recency × type weight × reinforcement), on "
+            "demand. Read-only: touches no session.",
+            _object({**user, "limit": _count(1, CONTEXT_MAX, config.CONTEXT_MEMORIES, "How many memories at most.")}),
+            read_only,
+            _context,
+        ),
+        ToolSpec(
+            "mem_get_observation", "Read one memory in full",
+            "One memory with its full content and counters. Unknown, deleted or another user's ids all answer "
+            "code observation_not_found. Read-only.",
+            _object({**user, "observation_id": _observation_id()}, required=("observation_id",)),
+            read_only,
+            _get,
+        ),
+        ToolSpec(
+            "mem_update", "Change a memory",
+            "Change some fields of a memory (at least one of title, content, type, topic_key, metadata). The "
+            "previous version is kept in its history, revision_count grows, and the memory moves to the active "
+            "session.",
+            _object({
+                **user,
+                "observation_id": _observation_id(),
+                "title": _title(config),
+                "content": _content(config),
+                "type": _type(config, purpose="New kind of memory."),
+                "topic_key": _topic_key(config, update=True),
+                "metadata": {**_metadata(config), "description": "New metadata object; null clears it."},
+            }, required=("observation_id",)),
+            ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                            open_world_hint=False),
+            _update,
+        ),
+        ToolSpec(
+            "mem_delete", "Delete a memory",
+            "Soft delete (default) hides a memory everywhere; hard=true erases it with its history and search "
+            "entry, for good.",
+            _object({
+                **user,
+                "observation_id": _observation_id(),
+                "hard": {"type": "boolean", "default": False,
+                         "description": "true: erase the row, its history and index entry; cannot be undone."},
+            }, required=("observation_id",)),
+            ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                            open_world_hint=False),
+            _delete,
+        ),
+        ToolSpec(
+            "mem_timeline", "What was written around a memory",
+            "The memories the same session wrote just before and after this one, in order. Read-only.",
+            _object({
+                **user,
+                "observation_id": _observation_id(),
+                "before": _count(0, TIMELINE_MAX, 5, "How many earlier memories."),
+                "after": _count(0, TIMELINE_MAX, 5, "How many later memories."),
+            }, required=("observation_id",)),
+            read_only,
+            _timeline,
+        ),
+        ToolSpec(
+            "mem_stats", "Memory statistics",
+            "Counts of the user's sessions (active, completed, Human and Auto summaries) and memories (live, "
+            "deleted, earlier versions, per type). Read-only.",
+            _object({**user}),
+            read_only,
+            _stats,
+        ),
+    ]
+
+
+def instructions(config: Config) -> str:
+    """What the server tells the agent about when to call which tool."""
+    return (
+        "This server is the user's durable memory across conversations and devices. The server owns the "
+        "sessions: never invent a session id.\n"
+        "- At the start of every conversation, when the user shows up, call mem_session_start. If is_new is "
+        "true, greet the user and use the past sessions and memories it returns; if false, continue the open "
+        "session where it left off.\n"
+        "- While working, call mem_save for anything worth knowing next time: decisions, preferences, bug "
+        "fixes, configuration, discoveries. Use a short specific title and self-contained content; give a "
+        "topic_key to a fact that evolves, so saving it again revises it instead of adding a copy.\n"
+        "- Before answering about past work, call mem_search (words or \"quoted phrases\") or mem_context, "
+        "then mem_get_observation for the full text.\n"
+        "- At milestones, call mem_session_summary with a narrative summary; the session stays open.\n"
+        "- When the work is done or the user says goodbye, call mem_session_end (with a final summary). A "
+        f"session left open closes itself after {config.SESSION_TIMEOUT_HOURS} hours of silence with an "
+        "automatic summary.\n"
+        "- Wrap secrets in <private>…</private>: they become [REDACTED] before anything is stored."
+    )

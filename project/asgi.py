@@ -1,0 +1,23 @@
+"""The demo site as one ASGI application: Django at every path, the memory's MCP endpoint at /mcp/.
+
+Serve it with an ASGI server: ``.venv/bin/python -m uvicorn project.asgi:application``
+(``python3 -m project demo`` does). Static files are served too while DEBUG is on, as
+``runserver`` does.
+"""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+django_application = get_asgi_application()
+
+from django.conf import settings  # noqa: E402  (after Django is set up)
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from ilab_memory.mcp.http import with_mcp  # noqa: E402
+
+if settings.DEBUG:
+    django_application = ASGIStaticFilesHandler(django_application)
+
+application = with_mcp(django_application, path="/mcp/")
