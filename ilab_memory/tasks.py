@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.db import connections
 
 from .conf import get_config
 from .embeddings import EmbeddingError
-from .services.embedding import embed_waiting, pending_claimed_elsewhere
+from .models import ObservationVector
+from .services.embedding import CELERY, embed_waiting, embedder_for, pending_claimed_elsewhere
 
 logger = logging.getLogger("ilab_memory.tasks")
 
@@ -42,3 +45,29 @@ def enqueue_embedding(*, using: str) -> None:
         embed_waiting_task.apply_async(kwargs={"using": using})
     except Exception as error:  # kombu raises several kinds; the write must not fail for it
         logger.error("ilab_memory: could not enqueue embedding (%s); run manage.py ilab_memory_embed", error)
+
+
+@worker_ready.connect
+def embed_on_worker_start(**kwargs) -> None:
+    """A starting worker enqueues a task if rows wait for a vector (database ``default``).
+
+    acks_late + reject_on_worker_lost requeue a task only while the worker's main process lives
+    (a prefork child died). When the whole worker is gone (kill -9, a lost machine) its task
+    stays unacknowledged in the broker until the visibility timeout (Redis: an hour), and no
+    other task may come for a batch it held. This task finds such rows under the dead worker's
+    lease and comes back for them when it lapses (``countdown=EMBED_LEASE_SECONDS``).
+    """
+    using = "default"
+    try:
+        config = get_config()
+        embedder = embedder_for(config)
+        if config.EMBEDDING_MODE != CELERY or embedder is None:
+            return
+        waiting = ObservationVector.objects.using(using).waiting(embedder.model_id).exists()
+    except Exception as error:  # noqa: BLE001 -- a worker that cannot see the database still starts
+        logger.warning("ilab_memory: could not look for rows waiting for a vector (%s)", error)
+        return
+    finally:
+        connections[using].close()  # the main process of a prefork worker runs no tasks
+    if waiting:
+        enqueue_embedding(using=using)

@@ -50,7 +50,7 @@ class SlowEmbedder(RecordingEmbedder):
     """The same vectors, ``DELAY`` seconds per passage: a batch stays in flight long enough to
     kill the worker that embeds it (tests/test_tasks.py)."""
 
-    DELAY = 0.5
+    DELAY = 1.0
 
     def embed_passages(self, texts):
         import time
