@@ -206,9 +206,14 @@ def agreement(first: Path, second: Path) -> int:
     """Share of queries whose hybrid top-3 is the same in two runs (two engines)."""
     a, b = (json.loads(Path(p).read_text()) for p in (first, second))
     for name in a:
-        ra, rb = a[name]["hybrid"]["rankings"], b[name]["hybrid"]["rankings"]
-        same = sum(ra[q][:3] == rb.get(q, [])[:3] for q in ra)
-        print(f"{name}: same top-3 for {same}/{len(ra)} queries ({same / len(ra):.0%})")
+        for search in ("hybrid", "lexical"):
+            ra, rb = a[name][search]["rankings"], b[name][search]["rankings"]
+            n = len(ra)
+            first = sum(ra[q][:1] == rb.get(q, [])[:1] for q in ra)
+            as_set = sum(set(ra[q][:3]) == set(rb.get(q, [])[:3]) for q in ra)
+            in_order = sum(ra[q][:3] == rb.get(q, [])[:3] for q in ra)
+            print(f"{name} {search}: same first result {first}/{n}, same top-3 {as_set}/{n} "
+                  f"({as_set / n:.0%}), in the same order {in_order}/{n} ({in_order / n:.0%})")
     return 0
 
 

@@ -11,12 +11,14 @@ DIMENSIONS = 64
 class RecordingEmbedder:
     """Bag-of-words vectors (each word hashed to a dimension): texts sharing words are near.
 
-    Every text it embeds is kept in ``seen`` (class-wide, since the settings build instances).
+    Every text it embeds is kept in ``seen``, and the stored texts also in ``passages``
+    (class-wide, since the settings build instances).
     """
 
     model_id = "tests:bag-of-words-64"
     dimensions = DIMENSIONS
     seen: list[str] = []
+    passages: list[str] = []
     fail = False
 
     def _vector(self, text: str) -> np.ndarray:
@@ -31,6 +33,7 @@ class RecordingEmbedder:
 
             raise EmbeddingError("the test embedder was told to fail")
         RecordingEmbedder.seen.extend(texts)
+        RecordingEmbedder.passages.extend(texts)
         return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, DIMENSIONS), np.float32)
 
     def embed_query(self, text):

@@ -278,6 +278,14 @@ def test_service_writes_reach_the_files_the_detector_reads(tmem):
 _examples = itertools.count()
 
 
+@pytest.fixture
+def recording_embedder(settings):
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
+
+
+# Searches embed what they find queued (EMBEDDING_MODE "inline"): with our recording embedder
+# every text given to it is checked too, at a fraction of the real model's cost.
+@pytest.mark.usefixtures("recording_embedder")
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -288,6 +296,9 @@ _examples = itertools.count()
 def test_private_text_is_stored_nowhere_after_any_sequence_of_operations(tmem, operations):
     example = next(_examples)
     _issued.clear()
+    from tests.embedders import RecordingEmbedder
+
+    RecordingEmbedder.passages = []
     run = Run(tmem, users=[f"privacy-{example}-a", f"privacy-{example}-b"])
     with time_machine.travel(_clock["now"], tick=False) as traveller:
         for op in operations:
@@ -304,3 +315,6 @@ def test_private_text_is_stored_nowhere_after_any_sequence_of_operations(tmem, o
     # would make every later example fail and leave Hypothesis nothing useful to shrink.
     stored = database_leaks() & set(_issued)
     assert not stored, f"private text reached the database: {sorted(stored)[:5]}"
+    # (Queries are the caller's own words, sent in the clear; only stored text is checked here.)
+    embedded = [text for text in RecordingEmbedder.passages if LEAK.search(text.encode())]
+    assert not embedded, f"private text reached the embedder: {embedded[0][:500]}"

@@ -64,9 +64,11 @@ def test_ranked_context_orders_by_score_then_update_then_id(db):
 def write_history(user_id: str, count: int, *, newest):
     session = SessionFactory(user_id=user_id)
     Observation.objects.bulk_create(
-        ObservationFactory.build(session=session, user_id=user_id, created_at=newest - timedelta(minutes=k),
-                                 updated_at=newest - timedelta(minutes=k), content="x")
-        for k in range(count)
+        (Observation(session=session, user_id=user_id, title=f"t{k}", content="x", dedupe_hash=str(k),
+                     created_at=newest - timedelta(minutes=k), updated_at=newest - timedelta(minutes=k),
+                     last_seen_at=newest)
+         for k in range(count)),
+        batch_size=2000,
     )
 
 
