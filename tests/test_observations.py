@@ -1,11 +1,17 @@
 """SPEC §3: save (create / revise / duplicate), update, get, delete, timeline, stats, limits."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.utils import timezone
 
+from ilab_memory import ILabMemory
 from ilab_memory.exceptions import ObservationNotFound, ValidationError
-from ilab_memory.models import Observation, ObservationRevision, Session
+from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus
+from tests import threads
 from tests.conftest import START
 
 TICK = timedelta(microseconds=1)
@@ -536,3 +542,77 @@ def test_repeat_under_another_topic_stays_a_duplicate_of_the_first_topic(mem, cl
     result = mem.mem_save("alice", "T", "C", topic_key="b")
     assert result.action == "duplicate" and result.observation.id == first.id
     assert result.observation.topic_key == "a"
+
+
+# -- many callers at the same moment -----------------------------------------------------------
+# Threads on one database, each on its own connection: saves without a session share one, identical
+# saves are one row and duplicates, saves on one topic revise one row.
+
+THREADS = 8
+ROUNDS = 15
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_saves_without_a_session_share_one_implicit_session():
+    mem = ILabMemory()
+    for round_ in range(ROUNDS):
+        user = f"saver-{round_}"
+        results = threads.run_together(lambda i: mem.mem_save(user, f"title {i}", f"content {i}"), THREADS)
+        assert {r.action for r in results} == {"created"}
+        session = Session.objects.get(user_id=user)
+        assert session.status == SessionStatus.ACTIVE
+        assert {r.observation.session_id for r in results} == {str(session.id)}
+        assert Observation.objects.filter(user_id=user).count() == THREADS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_identical_saves_count_duplicates_once():
+    mem = ILabMemory()
+    results = threads.run_together(lambda i: mem.mem_save("dup", "Same", "same content"), THREADS)
+    assert Observation.objects.filter(user_id="dup").count() == 1
+    assert sorted(r.action for r in results) == ["created"] + ["duplicate"] * (THREADS - 1)
+    assert Observation.objects.get(user_id="dup").duplicate_count == THREADS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_saves_on_one_topic_revise_one_row():
+    mem = ILabMemory()
+    results = threads.run_together(lambda i: mem.mem_save("topic", f"v{i}", f"c{i}", topic_key="plan"), THREADS)
+    assert Observation.objects.filter(user_id="topic").count() == 1
+    assert sorted(r.action for r in results) == ["created"] + ["revised"] * (THREADS - 1)
+    assert Observation.objects.get(user_id="topic").revision_count == THREADS
+
+
+# -- a revise racing a soft delete (PostgreSQL) -------------------------------------------------
+# A revise whose topic row is soft-deleted while it waits loses the race, and the retry creates.
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time")
+@pytest.mark.django_db(transaction=True)
+def test_a_topic_deleted_during_a_revise_is_not_revised_and_the_save_creates(tmem):
+    import psycopg
+
+    first = tmem.mem_save("alice", "Plan", "v1", topic_key="plan").observation
+    settings = connection.settings_dict
+    deleter = psycopg.connect(dbname=settings["NAME"], host=settings["HOST"], port=settings["PORT"] or 5432,
+                              user=settings["USER"])
+    # A concurrent soft delete holds the row, not committed yet (it never takes the session lock).
+    deleter.execute("UPDATE ilab_memory_observation SET deleted_at = %s WHERE id = %s", (timezone.now(), first.id))
+    result = {}
+
+    def save():
+        try:
+            result["saved"] = tmem.mem_save("alice", "Plan", "v2", topic_key="plan")
+        finally:
+            connection.close()
+
+    saver = threading.Thread(target=save)
+    saver.start()
+    time.sleep(0.3)  # the revise now waits for the deleter's row lock
+    deleter.commit()
+    deleter.close()
+    saver.join(timeout=30)
+    saved = result["saved"]
+    assert saved.action == "created" and saved.observation.id != first.id
+    assert Observation.objects.get(pk=first.id).revision_count == 1  # the deleted row was never revised
+    assert not ObservationRevision.objects.filter(observation_id=first.id).exists()  # the lost try's copy rolled back

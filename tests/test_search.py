@@ -1,15 +1,17 @@
 """mem_search's full-text half (SPEC §5 SearchScore) on the suite's engine, SQLite or PostgreSQL.
 
-These tests pin the lexical engine, so they run with EMBEDDER None; tests/test_search_hybrid.py
-covers search by meaning and the fusion.
+These tests pin the lexical engine, so they run with EMBEDDER None (all but the schema-change
+class at the end, which keeps the project's embedder); tests/test_search_hybrid.py covers search
+by meaning and the fusion.
 """
 
+from contextlib import contextmanager
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, models
 from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -340,3 +342,52 @@ def test_rebuild_command_restores_a_wiped_index(mem, corpus):
     call_command("ilab_memory_rebuild_index", stdout=out)
     assert "rebuilt from 6 observation(s)" in out.getvalue()
     assert titles(mem.mem_search(corpus, "buffers")) == ["Use std::vector for buffers"]
+
+
+@contextmanager
+def altered_type_field():
+    """Alter ``Observation.type`` as a migration would (a table rebuild on SQLite), then undo it."""
+    old = Observation._meta.get_field("type")
+    new = models.CharField(max_length=41, default="manual")
+    new.set_attributes_from_name("type")
+    new.model = Observation
+    with connection.schema_editor() as editor:
+        editor.alter_field(Observation, old, new)
+    try:
+        yield
+    finally:
+        with connection.schema_editor() as editor:
+            editor.alter_field(Observation, new, old)
+
+
+class TestAMigrationThatAltersAField:
+    """The search index survives a migration that alters a field (SQLite rebuilds the table then).
+
+    These run with the project's embedder, not the module's EMBEDDER None: the fixture below
+    overrides ``words_only`` for this class.
+    """
+
+    @pytest.fixture(autouse=True)
+    def words_only(self):
+        """Nothing overridden: the settings' own embedder."""
+        yield
+
+    @pytest.mark.django_db(transaction=True)
+    def test_index_follows_writes_after_a_field_is_altered(self, tmem):
+        tmem.mem_save("u", "Before the migration", "kept in the index")
+        with altered_type_field():
+            created = tmem.mem_save("u", "After the migration", "written once the triggers were gone").observation
+            assert {r.title for r in tmem.mem_search("u", "migration")} == {"After the migration", "Before the migration"}
+            tmem.mem_delete("u", created.id, hard=True)
+            assert [r.title for r in tmem.mem_search("u", "migration")] == ["Before the migration"]
+
+    @pytest.mark.django_db(transaction=True)
+    def test_migrate_signal_repairs_the_triggers(self, tmem):
+        from ilab_memory.services.search import repair_after_migrate, sqlite_triggers_present
+
+        if connection.vendor != "sqlite":
+            pytest.skip("PostgreSQL alters columns in place; its trigger is never dropped")
+        with altered_type_field():
+            assert not sqlite_triggers_present(connection)
+            repair_after_migrate(using="default")
+            assert sqlite_triggers_present(connection)

@@ -5,10 +5,13 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
+from ilab_memory import ILabMemory
 from ilab_memory.exceptions import NoActiveSession, ValidationError
 from ilab_memory.models import Session, SessionStatus
 from ilab_memory.types import iso
+from tests import threads
 from tests.conftest import START
 from tests.factories import SessionFactory
 
@@ -447,3 +450,44 @@ def test_get_and_list_sessions_are_scoped_by_user(mem):
         mem.mem_get_session("alice", "not-a-uuid")
     assert [s.id for s in mem.mem_list_sessions("alice")] == [sid]
     assert mem.mem_list_sessions("bob") == []
+
+
+# -- many callers at the same moment -----------------------------------------------------------
+# Threads on one database, each on its own connection: one active session per user, every caller
+# gets its id. (tests/reliability/test_concurrency.py runs many agents, in threads and processes.)
+
+THREADS = 8
+ROUNDS = 15
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_starts_for_one_user_yield_one_session():
+    mem = ILabMemory()
+    for round_ in range(ROUNDS):
+        user = f"user-{round_}"
+        responses = threads.run_together(lambda i: mem.mem_session_start(user), THREADS)
+        ids = {r.session_id for r in responses}
+        assert len(ids) == 1
+        assert sum(r.is_new for r in responses) == 1
+        assert Session.objects.filter(user_id=user).count() == 1
+        assert Session.objects.get(user_id=user).status == SessionStatus.ACTIVE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_starts_on_an_expired_session_close_it_once():
+    mem = ILabMemory()
+    for round_ in range(5):
+        user = f"user-{round_}"
+        old = mem.mem_session_start(user).session_id
+        # Age the session past the timeout (threads share the real clock, so move the row).
+        Session.objects.filter(pk=old).update(
+            started_at=F("started_at") - timedelta(hours=25),
+            last_activity_at=F("last_activity_at") - timedelta(hours=25),
+        )
+        responses = threads.run_together(lambda i: mem.mem_session_start(user), THREADS)
+        ids = {r.session_id for r in responses}
+        assert len(ids) == 1 and old not in ids
+        assert sum(r.is_new for r in responses) == 1
+        assert Session.objects.filter(user_id=user, status=SessionStatus.ACTIVE).count() == 1
+        closed = Session.objects.get(pk=old)
+        assert closed.status == SessionStatus.COMPLETED and closed.is_auto_generated

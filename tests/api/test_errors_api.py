@@ -1,5 +1,6 @@
-"""Bad bodies, oversized bodies, throttling and the user_id resolver: clear 4xx, never a 500."""
+"""Bad bodies, oversized bodies, crafted cursors, throttling and the user_id resolver: clear 4xx, never a 500."""
 
+import base64
 import io
 import json
 
@@ -94,6 +95,15 @@ def test_form_bodies_are_415(as_alice):
 def test_nul_in_a_query_string_is_400(as_alice):
     response = as_alice.get(API + "observations/?topic_key=a%00b")
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize("path", ["observations/", "sessions/"])
+@pytest.mark.parametrize("position", [b"p=notadate", b"p=2026-13-45T99:00:00", b"o=1&p=%00"])
+def test_a_crafted_cursor_is_404_not_a_server_error(as_alice, path, position):
+    cursor = base64.b64encode(position).decode()
+    response = as_alice.get(API + path, {"cursor": cursor})
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
 
 
 def test_throttling_is_off_by_default_and_per_user_when_configured(as_alice, as_bob, settings):

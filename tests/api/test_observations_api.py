@@ -122,6 +122,14 @@ def test_list_cursor_pages_cover_every_row_once_even_with_equal_timestamps(as_al
     assert len(seen) == len(set(seen)) == 7
 
 
+def test_a_real_cursor_still_pages(as_alice):
+    for n in range(3):
+        as_alice.post(API + "observations/", {"title": f"t{n}", "content": "c"}, format="json")
+    first = as_alice.get(API + "observations/", {"page_size": 2}).json()
+    second = as_alice.get(first["next"]).json()
+    assert len(first["results"]) == 2 and len(second["results"]) == 1
+
+
 def test_list_page_size_is_capped(as_alice, alice):
     session = SessionFactory(user_id=str(alice.pk))
     ObservationFactory.create_batch(3, session=session)

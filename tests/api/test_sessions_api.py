@@ -128,6 +128,13 @@ def test_list_rejects_an_unknown_status_with_400(as_alice):
     assert "status" in response.json()["errors"]
 
 
+def test_a_bad_status_filter_does_not_echo_the_value(as_alice):
+    response = as_alice.get(API + "sessions/", {"status": "<private>SECRET1</private>"})
+    assert response.status_code == 400
+    assert "SECRET1" not in response.content.decode()
+    assert "status" in response.json()["errors"]
+
+
 def test_list_pages_with_a_cursor(as_alice, alice, clock):
     for _ in range(5):
         SessionFactory(user_id=str(alice.pk), completed=True)

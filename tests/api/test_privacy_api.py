@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 
 from ilab_memory.models import Observation, Session
-from tests.api.conftest import API, alice, as_alice  # noqa: F401 (fixtures)
+from tests.api.conftest import API
 
 SECRET = "hunter2-http-secret"
 PRIVATE = f"<private>{SECRET}</private>"
