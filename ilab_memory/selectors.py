@@ -40,11 +40,7 @@ def with_content_head(queryset, *, preview_chars: int):
 
 def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's newest completed sessions (newest ``ended_at`` first) with live observation counts."""
-    sessions = (
-        Session.objects.using(using).for_user(user_id).completed()
-        .order_by("-ended_at", "-id").with_observation_count()[: max(0, limit)]
-    )
-    return [session_summary_compact(session) for session in sessions]
+    return [session_summary_compact(row) for row in sql.recent_sessions(user_id, limit=max(0, limit), using=using)]
 
 
 def context_memories(

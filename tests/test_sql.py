@@ -34,7 +34,7 @@ def test_count_duplicate_counts_the_newest_live_twin_and_returns_it(db):
         user_id="alice", digest=new.dedupe_hash, since=now - timedelta(minutes=15), session_id=session.pk,
         now=now, blocks=1, topic_key="a-topic", using="default",
     )
-    assert counted.pk == new.pk and counted.duplicate_count == 2 and counted.session_id == session.pk
+    assert counted.id == new.pk and counted.duplicate_count == 2 and counted.session_id == session.pk
     assert counted.topic_key == "a-topic" and counted.redacted_blocks == 1 and counted.last_seen_at == now
     assert Observation.objects.get(pk=old.pk).duplicate_count == 1
 
@@ -57,7 +57,7 @@ def test_ranked_context_orders_by_score_then_update_then_id(db):
     ObservationFactory(session=SessionFactory(user_id="bob"), type="decision", updated_at=now)
     rows = sql.ranked_context("alice", now=now, type_weights=get_config().TYPE_WEIGHTS, head_chars=11,
                               candidates=200, limit=3, using="default")
-    assert [r.pk for r in rows] == [decision.pk, *sorted((t.pk for t in tied), key=lambda pk: pk.hex, reverse=True)[:2]]
+    assert [r.id for r in rows] == [decision.pk, *sorted((t.pk for t in tied), key=lambda pk: pk.hex, reverse=True)[:2]]
     assert rows[0].score == pytest.approx(1.5 * 0.995**20) and rows[0].content_head == decision.content[:11]
 
 

@@ -85,6 +85,9 @@ def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
     return queryset.using(using).select_for_update().for_user(user_id).live().first()
 
 
+REPLACED = ("dedupe_hash", "revision_count", "redacted_blocks", "session", "updated_at", "last_seen_at")
+
+
 def _replace(observation: Observation, values: dict, *, blocks: int, session_id, now, config: Config,
              using: str) -> None:
     """Write ``values`` over ``observation``, its current version kept in the history first;
@@ -102,14 +105,14 @@ def _replace(observation: Observation, values: dict, *, blocks: int, session_id,
     observation.redacted_blocks += blocks
     observation.session_id = session_id
     observation.updated_at = observation.last_seen_at = now
-    observation.save(using=using)
+    observation.save(using=using, update_fields=[*values, *REPLACED])
     embedding.requeue(observation, now=now, config=config, using=using)
 
 
 def _saved(observation: Observation, action: str, *, using: str) -> None:
     send_on_commit(
         observation_saved, Observation, using=using, user_id=observation.user_id,
-        observation_id=str(observation.pk), action=action,
+        observation_id=str(observation.id), action=action,
     )
 
 
