@@ -252,8 +252,11 @@ class ObservationVector(models.Model):
         indexes = [
             # A user's vectors of one model (search), and their pending or stale rows.
             models.Index(fields=["user_id", "model_id", "generation", "id"], name="ilab_mem_vec_user_model"),
-            # The queue across users, oldest first (workers and the embed command).
+            # The queue: across users, oldest first (workers and the embed command), and one
+            # user's (a search in inline mode). Partial: only queued rows are in them.
             models.Index(fields=["queued_at"], condition=Q(model_id__isnull=True), name="ilab_mem_vec_pending"),
+            models.Index(fields=["user_id", "queued_at"], condition=Q(model_id__isnull=True),
+                         name="ilab_mem_vec_user_pending"),
         ]
 
     def __str__(self):

@@ -125,11 +125,16 @@ def pending_claimed_elsewhere(*, config: Config, using: str) -> bool:
 
 
 def _claim(model_id: str, *, user_id: str | None, size: int, using: str) -> list[ObservationVector]:
+    """A batch to embed: everyone's waiting rows, oldest first; or one user's queued rows only
+    (a search's check, read through that user's partial index: rows of an older model wait
+    for a worker or ``ilab_memory_embed``, and are found by their words meanwhile)."""
     now = timezone.now()
     with transaction.atomic(using=using):
-        rows = _waiting(model_id, using).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        if user_id is not None:
-            rows = rows.filter(user_id=user_id)
+        if user_id is None:
+            rows = _waiting(model_id, using)
+        else:
+            rows = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
+        rows = rows.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         rows = list(
             rows.select_for_update(skip_locked=True, of=("self",)).select_related("observation")
             .only("id", "generation", "user_id", "observation__type", "observation__title", "observation__content")
