@@ -82,7 +82,9 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
 
 def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
     """The user's live observation of ``queryset``, locked until the transaction ends."""
-    return queryset.using(using).select_for_update().for_user(user_id).live().first()
+    # No ORDER BY: the model's default order (-updated_at) let SQLite walk the user's index
+    # instead of the one-live-topic index (measured: 11 ms at 100k memories instead of 0.2).
+    return next(iter(queryset.using(using).select_for_update().for_user(user_id).live().order_by()[:1]), None)
 
 
 REPLACED = ("dedupe_hash", "revision_count", "redacted_blocks", "session", "updated_at", "last_seen_at")
@@ -265,7 +267,8 @@ def observation_restore(
 
     def run():
         observation = (
-            Observation.objects.using(using).select_for_update().for_user(user_id).deleted().filter(pk=pk).first()
+            next(iter(Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
+                      .filter(pk=pk).order_by()[:1]), None)
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")

@@ -26,7 +26,7 @@ def _locked_active_session(user_id: str, *, using: str) -> Session | None:
     """The user's active session, locked (PostgreSQL; SQLite's IMMEDIATE transaction holds the
     write lock already and Django omits the clause)."""
     sql.lock_user(user_id, using=using)
-    return Session.objects.using(using).select_for_update().for_user(user_id).active().first()
+    return next(iter(Session.objects.using(using).select_for_update().for_user(user_id).active().order_by()[:1]), None)
 
 
 def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
@@ -202,7 +202,8 @@ def sessions_close_expired(
 def _close_if_still_expired(session_id, *, now: datetime, config: Config, using: str) -> bool:
     def run():
         # Re-read under the lock: a start or a write may have revived or closed it meanwhile.
-        session = Session.objects.using(using).select_for_update().active().filter(pk=session_id).first()
+        locked = Session.objects.using(using).select_for_update().active().filter(pk=session_id)
+        session = next(iter(locked.order_by()[:1]), None)
         if session is None or not _is_expired(session, now=now, config=config):
             return False
         auto_close(session, config=config, using=using)
