@@ -14,10 +14,12 @@ trees' own ``benchmarks`` packages is imported: the per-tree code is
 Per engine (a temporary SQLite file; a scratch PostgreSQL database ``ilab_cmp_<pid>`` on the
 server of ``--pg-url``, dropped at the end):
 
-1. **Load once**, by the *before* tree (both trees must have the same migrations): the demo
-   site's schema, then with ``bulk_create`` and a seeded generator, *for each tree* one user with
-   ``--size`` observations (completed sessions of 50 over the past year, the newest an hour old)
-   and ``--http-clients`` accounts with tokens and ``--http-history`` observations each. The two
+1. **Load once**, by the *before* tree, or by the *after* tree when it adds migrations (it may
+   only add: new tables, which the before tree never reads; the after tree's writes then pay for
+   what it adds): the demo site's schema, then with ``bulk_create`` and a seeded generator, *for
+   each tree* one user with ``--size`` observations (completed sessions of 50 over the past year,
+   the newest an hour old) and ``--http-clients`` accounts with tokens and ``--http-history``
+   observations each. The two
    trees' users are twins (the same history), their rows interleaved in the table, so neither
    tree's writes change what the other reads (the table holds both: 2 × size + the accounts).
    PostgreSQL: ``VACUUM ANALYZE``, then autovacuum off on the app's tables, so every connection
@@ -51,7 +53,8 @@ turns, so the machine's speed between rounds cancels out), *rounds* their range.
 of start reuse, the three saves and context ≤ 1.5× before; start new and auto-close ≤ 3×; HTTP
 throughput ≥ 0.9×. The CPU rows (the calling thread: for SQLite nearly all the work, for
 PostgreSQL the client's part; server CPU per request over HTTP) are not guarded; they leave out
-waiting for a CPU and so move less on a busy machine. Exit status 1 when a guard fails.
+waiting for a CPU and so move less on a busy machine. Exit status 1 when a guard fails (not with
+``--quick``), 2 when the run itself failed.
 Progress goes to stderr, the tables to stdout, every number (also each call's time) to ``--json``.
 """
 
@@ -615,7 +618,7 @@ def check_schema(meta: dict, seen: dict[str, str], when: str) -> None:
     if changed:
         raise RuntimeError(f"the database schema changed {when} (seen by: {', '.join(changed)}): a tree altered "
                            "the shared database (a post-migrate hook or a self-repair?); both trees must run on "
-                           "the schema the before tree migrated, or the comparison measures the wrong thing")
+                           "the schema the load migrated, or the comparison measures the wrong thing")
 
 
 def run_engine(engine: str, trees: Trees, args, settings: dict, folder: str) -> dict:
@@ -812,5 +815,6 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except RuntimeError as error:
-        sys.exit(f"compare: {error}")
+    except RuntimeError as error:  # a worker, server or check failed: 2, not a guard's 1
+        print(f"compare: {error}", file=sys.stderr)
+        sys.exit(2)
