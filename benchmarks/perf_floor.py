@@ -4,10 +4,28 @@ Same process, same database file or server, same tables, indexes and search-inde
 the app, so the ratio ``ours / floor`` is the cost of everything ilab_memory adds (validation,
 redaction, Django, building the returned values, extra statements).
 
+Self-contained on purpose: nothing here imports ilab_memory (its SQL, its scoring, its
+settings). The statements are written out below, from the table layout and the documented
+formulas (docs/scoring.md), so a change in the library's SQL cannot move the floor with it.
+Values the floor needs from the settings (type weights, limits, the session timeout) are
+passed in by the caller.
+
 Each operation has two floors. The *full* floor is every statement the SPEC makes the operation
-run (a save finds and bumps the active session and looks for a duplicate before it inserts;
-a start reads the context it returns). The *write-only* floor is the bare write the issue names
-("one INSERT plus the index write"): what a store without sessions or dedupe would pay.
+run, in the simplest form we know:
+
+* start: find-and-bump the live session (one ``UPDATE … RETURNING``), then two reads: the 5
+  newest completed sessions with their live counts, and the memories ranked by ContextScore;
+  a new start also INSERTs the session; an auto-close also reads the active row and its summary
+  items and closes it;
+* save: find-and-bump, the duplicate UPDATE (finds none on a create), the INSERT (the trigger
+  writes the search index), and, when an embedder is configured, the INSERT that queues the
+  observation's vector row; a revise copies the row to the history (``INSERT … SELECT``),
+  replaces it and re-queues its vector (an UPDATE);
+* context: the newest candidates ranked by ContextScore in one SELECT;
+* search: one engine query for the word, scoped to the user, ranked by the engine.
+
+The *write-only* floor is the bare write the issue names ("one INSERT plus the index write"):
+what a store without sessions, dedupe or vectors would pay.
 """
 
 from __future__ import annotations
@@ -16,16 +34,15 @@ import re
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from ilab_memory.conf import DEFAULTS
-from ilab_memory.services import scoring
-from ilab_memory.services import search as search_index
-from ilab_memory.services import statements as ours
-
 from .perf_data import OBSERVATION_COLUMNS, _utc_naive_text
 
-OBS = search_index.OBSERVATION_TABLE
-SUMMARY_PREFIX, SUMMARY_ITEMS = DEFAULTS["AUTO_SUMMARY_PREFIX"], DEFAULTS["AUTO_SUMMARY_MAX_ITEMS"]
+OBS = "ilab_memory_observation"
 SESSION = "ilab_memory_session"
+REVISION = "ilab_memory_observationrevision"
+VECTOR = "ilab_memory_observationvector"
+FTS = "ilab_memory_search"  # SQLite's FTS5 table: title, topic_key, content, owner, observation_id
+SUMMARY_NONE = "(ninguna)"
+
 COMPLETED_SESSIONS = f"""
     SELECT s.id, s.started_at, s.ended_at, s.summary, s.is_auto_generated,
            (SELECT count(*) FROM {OBS} o WHERE o.session_id = s.id AND o.deleted_at IS NULL)
@@ -38,17 +55,64 @@ DUPLICATE = f"""
     WHERE id = (SELECT id FROM {OBS} WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s
                 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT 1)
     RETURNING id"""
+INSERT_SESSION = f"""
+    INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, redacted_blocks)
+    VALUES (%s, %s, 'active', %s, %s, %s, 0)"""
+INSERT_OBSERVATION = f"INSERT INTO {OBS} ({OBSERVATION_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})"
+QUEUE_VECTOR = f"INSERT INTO {VECTOR} (observation_id, user_id, generation, queued_at) VALUES (%s, %s, 1, %s)"
+REQUEUE_VECTOR = f"""
+    UPDATE {VECTOR} SET model_id = NULL, dimensions = NULL, vector = NULL, generation = generation + 1,
+        queued_at = %s, claimed_until = NULL, embedded_at = NULL
+    WHERE observation_id = %s"""
+
+# ContextScore (docs/scoring.md): 0.995 ** hours since the update × the type's weight ×
+# (1 + 0.5 × extra / (extra + 4)), extra = (revisions − 1) + (duplicates − 1), over the newest
+# CONTEXT_CANDIDATES live rows of the user; the best CONTEXT_MEMORIES come back.
+HOURS = {
+    "sqlite": "max(0.0, (julianday(%s) - julianday(updated_at)) * 24.0)",
+    "postgresql": "greatest(0.0, extract(epoch from (%s::timestamptz - updated_at)) / 3600.0)",
+}
+GREATEST = {"sqlite": "max", "postgresql": "greatest"}
+
+
+def _literal(value) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def context_sql(vendor: str, type_weights: dict[str, float], candidates: int, limit: int) -> str:
+    """One SELECT: the user's newest ``candidates`` live rows, scored, the best ``limit``.
+
+    Parameters: the preview length, now, the user. Weights and limits are written in (they are
+    settings, not input).
+    """
+    weight = " ".join(f"WHEN {_literal(name)} THEN {float(w)!r}" for name, w in type_weights.items())
+    weight = f"CASE type {weight} ELSE 1.0 END" if weight else "1.0"
+    g = GREATEST[vendor]
+    extra = f"({g}(0, revision_count - 1) + {g}(0, duplicate_count - 1))"
+    return f"""
+    SELECT id, type, title, topic_key, session_id, updated_at, head, score FROM (
+        SELECT id, type, title, topic_key, session_id, updated_at, substr(content, 1, %s) AS head,
+               power(0.995, {HOURS[vendor]}) * {weight} * (1.0 + 0.5 * {extra} / ({extra} + 4.0)) AS score
+        FROM {OBS} WHERE user_id = %s AND deleted_at IS NULL
+        ORDER BY updated_at DESC, id DESC LIMIT {int(candidates)}
+    ) c ORDER BY score DESC, updated_at DESC, id DESC LIMIT {int(limit)}"""
 
 
 class Floor:
     """Raw-SQL versions of start, save, context and search for one user."""
 
-    def __init__(self, raw, vendor: str, *, context_candidates: int, context_memories: int,
-                 type_weights: dict[str, float], preview_chars: int = 300):
+    def __init__(self, raw, vendor: str, *, context_candidates: int = 200, context_memories: int = 10,
+                 context_sessions: int = 5, type_weights: dict[str, float] | None = None,
+                 preview_chars: int = 300, session_timeout_hours: int = 24, dedupe_window_minutes: int = 15,
+                 summary_prefix: str = "Memorias registradas:", summary_items: int = 20, vectors: bool = False):
         self.raw, self.vendor = raw, vendor
-        self.candidates, self.memories = context_candidates, context_memories
-        self.weights = type_weights
+        self.sessions = context_sessions
         self.preview = preview_chars + 1
+        self.timeout = timedelta(hours=session_timeout_hours)
+        self.dedupe_window = timedelta(minutes=dedupe_window_minutes)
+        self.summary_prefix, self.summary_items = summary_prefix, summary_items
+        self.vectors = vectors  # an embedder is configured: writes queue the vector row
+        self.context_sql = context_sql(vendor, type_weights or {}, context_candidates, context_memories)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -88,11 +152,10 @@ class Floor:
     # -- sessions ------------------------------------------------------------------------
 
     def active_session(self, user_id: str):
-        row = self._run(
+        return self._run(
             f"SELECT id, last_activity_at FROM {SESSION} WHERE user_id = %s AND status = 'active'{self._lock()}",
             (user_id,),
         ).fetchone()
-        return row
 
     def open_session(self, user_id: str):
         """Untimed setup: make sure the user has an active session; returns its id."""
@@ -101,11 +164,7 @@ class Floor:
             if row is not None:
                 return row[0]
             session_id, now = uuid.uuid4(), self._at(self.now())
-            self._run(
-                f"INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, "
-                "redacted_blocks) VALUES (%s, %s, 'active', %s, %s, %s, 0)",
-                (self._id(session_id), user_id, now, now, False),
-            )
+            self._run(INSERT_SESSION, (self._id(session_id), user_id, now, now, False))
             return self._id(session_id)
         return self._transaction(work)
 
@@ -119,142 +178,108 @@ class Floor:
 
     def expire_session(self, user_id: str) -> None:
         """Untimed setup for an auto-close start: the active session went quiet a day ago."""
-        past = self._at(self.now() - timedelta(hours=25))
+        past = self._at(self.now() - self.timeout - timedelta(hours=1))
         self._transaction(lambda: self._run(
             f"UPDATE {SESSION} SET last_activity_at = %s WHERE user_id = %s AND status = 'active'", (past, user_id)
         ))
 
-    def context_reads(self, user_id: str):
-        sessions = self._run(COMPLETED_SESSIONS, (user_id, 5)).fetchall()
-        return sessions, self.context(user_id)
-
     def bump(self, user_id: str, moment: datetime):
         """Find the live session and bump it: one UPDATE … RETURNING (None: none live)."""
-        row = self._run(BUMP, (self._at(moment), user_id, self._at(moment - timedelta(hours=24)))).fetchone()
+        row = self._run(BUMP, (self._at(moment), user_id, self._at(moment - self.timeout))).fetchone()
         return row[0] if row else None
+
+    def context_reads(self, user_id: str, moment: datetime):
+        """What a start returns: the recent completed sessions with counts, the ranked memories."""
+        sessions = self._run(COMPLETED_SESSIONS, (user_id, self.sessions)).fetchall()
+        return sessions, self._context(user_id, moment)
 
     def start_write(self, user_id: str) -> None:
         """The write-only floor of a reuse: find the active session and bump it."""
         moment = self.now()
         self._transaction(lambda: self.bump(user_id, moment))
 
-    def _claim(self, user_id: str, moment: datetime):
-        """PostgreSQL: ilab_memory's one start statement (bump, or close and open, or open; the reads)."""
-        relaxed = self.raw.info.transaction_status == 0  # idle: it commits on its own, as ours does
-        sql, params = ours.claim_start_statement(
-            user_id, now=moment, timeout=timedelta(hours=24), sessions=5, type_weights=self.weights,
-            head_chars=self.preview, candidates=self.candidates, limit=self.memories,
-            summary_prefix=SUMMARY_PREFIX, summary_items=SUMMARY_ITEMS, relax_commit=relaxed,
-        )
-        return self._run(sql, params).fetchall()
-
     def start_reuse(self, user_id: str):
-        """Reuse plus the reads that make the same answer (5 sessions with counts, ranked memories).
-
-        PostgreSQL: one statement (a data-modifying WITH), committed on its own, as ilab_memory does.
-        """
+        """Find-and-bump, then the two reads, in one transaction."""
         moment = self.now()
-        if self.vendor == "postgresql":
-            return self._claim(user_id, moment)
 
         def work():
             self.bump(user_id, moment)
-            return self.context_reads(user_id)
+            return self.context_reads(user_id, moment)
         return self._transaction(work)
-
-    def _insert_session(self, user_id: str, now) -> None:
-        self._run(
-            f"INSERT INTO {SESSION} (id, user_id, status, started_at, last_activity_at, is_auto_generated, "
-            "redacted_blocks) VALUES (%s, %s, 'active', %s, %s, %s, 0)",
-            (self._id(uuid.uuid4()), user_id, now, now, False),
-        )
 
     def start_new(self, user_id: str):
-        """No active session: open one and read. PostgreSQL: the same one statement as a reuse."""
-        if self.vendor == "postgresql":
-            return self._claim(user_id, self.now())
-        now = self._at(self.now())
-
-        def work():
-            self.bump(user_id, self.now())
-            self._insert_session(user_id, now)
-            return self.context_reads(user_id)
-        return self._transaction(work)
-
-    def start_auto_close(self, user_id: str):
-        """The expired session closed with its synthetic summary, a new one opened, the reads.
-
-        PostgreSQL: the one start statement, which does all of it, as ilab_memory does.
-        """
+        """No active session: find-and-bump (finds none), INSERT the session, the two reads."""
         moment = self.now()
-        if self.vendor == "postgresql":
-            return self._claim(user_id, moment)
         now = self._at(moment)
 
         def work():
             self.bump(user_id, moment)
-            session_id, _ = self.active_session(user_id)
+            self._run(INSERT_SESSION, (self._id(uuid.uuid4()), user_id, now, now, False))
+            return self.context_reads(user_id, moment)
+        return self._transaction(work)
+
+    def start_auto_close(self, user_id: str):
+        """The expired session closed with its synthetic summary, a new one opened, the reads."""
+        moment = self.now()
+        now = self._at(moment)
+
+        def work():
+            self.bump(user_id, moment)
+            session_id, last_activity = self.active_session(user_id)
             items = self._run(
                 f"SELECT type, title FROM {OBS} WHERE session_id = %s AND deleted_at IS NULL "
-                f"ORDER BY created_at, id LIMIT {SUMMARY_ITEMS + 1}",
+                f"ORDER BY created_at, id LIMIT {self.summary_items + 1}",
                 (session_id,),
             ).fetchall()
-            summary = f"{SUMMARY_PREFIX} " + (", ".join(f"[{t}] {x}" for t, x in items) or ours.SUMMARY_NONE)
+            summary = f"{self.summary_prefix} " + (", ".join(f"[{t}] {x}" for t, x in items) or SUMMARY_NONE)
             self._run(
                 f"UPDATE {SESSION} SET status = 'completed', ended_at = %s, summary = %s, is_auto_generated = %s "
                 "WHERE id = %s",
                 (self._at(moment - timedelta(hours=1)), summary, True, session_id),
             )
-            self._insert_session(user_id, now)
-            return self.context_reads(user_id)
+            self._run(INSERT_SESSION, (self._id(uuid.uuid4()), user_id, now, now, False))
+            return self.context_reads(user_id, moment)
         return self._transaction(work)
 
     # -- observations --------------------------------------------------------------------
 
     def save_create(self, user_id: str, session_id, *, title: str, content: str, digest: str,
                     topic_key: str | None = None, write_only: bool = False) -> None:
-        """Bump the session, look for a duplicate (none), INSERT; the trigger writes the index entry."""
+        """Bump the session, look for a duplicate (none), INSERT (the trigger writes the index
+        entry), queue the vector row; write-only: the INSERT alone."""
         moment = self.now()
         now = self._at(moment)
-        row = (self._id(uuid.uuid4()), user_id, session_id, "manual", title, content, topic_key, "{}", digest,
+        observation_id = self._id(uuid.uuid4())
+        row = (observation_id, user_id, session_id, "manual", title, content, topic_key, "{}", digest,
                1, 1, 0, now, now, now, None)
 
         def work():
             if not write_only:
                 self.bump(user_id, moment)
-                if self.vendor == "postgresql":  # the duplicate check and the insert in one, as ours
-                    return self._duplicate_or_insert(user_id, session_id, digest, moment, row)
                 self._duplicate(user_id, session_id, digest, moment)
-            self._run(f"INSERT INTO {OBS} ({OBSERVATION_COLUMNS}) VALUES ({', '.join(['%s'] * 16)})", row)
+            self._run(INSERT_OBSERVATION, row)
+            if self.vectors and not write_only:
+                self._run(QUEUE_VECTOR, (observation_id, user_id, now))
         self._transaction(work)
 
     def _duplicate(self, user_id: str, session_id, digest: str, moment: datetime):
-        since = self._at(moment - timedelta(minutes=15))
+        since = self._at(moment - self.dedupe_window)
         return self._run(DUPLICATE, (self._at(moment), session_id, user_id, digest, since)).fetchone()
 
-    def _duplicate_or_insert(self, user_id: str, session_id, digest: str, moment: datetime, row=None):
-        """PostgreSQL: ilab_memory's statement that counts the twin or inserts (``row``, or a stub)."""
-        since = moment - timedelta(minutes=15)
-        observation_id, _, _, type_, title, content, topic_key = (row or (uuid.uuid4(), 0, 0, "manual", "-", "-", None))[:7]
-        params = (0, session_id, moment, user_id, digest, since,
-                  observation_id, user_id, session_id, type_, title, content, topic_key, "{}", 0,
-                  moment, moment, moment, digest)
-        return self._run(ours.COUNT_DUPLICATE_OR_INSERT[False], params).fetchone()
-
     def save_duplicate(self, user_id: str, session_id, *, digest: str, write_only: bool = False) -> None:
-        """Bump the session, then one UPDATE that finds the recent twin through the dedupe index."""
+        """Bump the session, then one UPDATE that finds the recent twin through the dedupe index
+        and counts it (its vector stays: the text did not change)."""
         moment = self.now()
 
         def work():
             if not write_only:
                 self.bump(user_id, moment)
-                if self.vendor == "postgresql":  # the statement ours runs (it finds the twin)
-                    return self._duplicate_or_insert(user_id, session_id, digest, moment)
             self._duplicate(user_id, session_id, digest, moment)
         self._transaction(work)
 
     def save_revise(self, user_id: str, session_id, *, topic_key: str, content: str, write_only: bool = False) -> None:
-        """Bump the session, copy the topic's row to the history, replace it (re-indexed by the trigger)."""
+        """Bump the session, copy the topic's row to the history, replace it (re-indexed by the
+        trigger), queue its vector again; write-only: the copy and the replace."""
         moment = self.now()
         now = self._at(moment)
 
@@ -262,43 +287,40 @@ class Floor:
             where = "user_id = %s AND topic_key = %s AND deleted_at IS NULL"
             if not write_only:
                 self.bump(user_id, moment)
-            if self.vendor == "postgresql":  # the copy and the replace in one statement, as ours
-                self._run(ours.REVISE_TOPIC_IN_ONE, (now, user_id, topic_key, "manual", "topic", content, "{}",
-                                                     "revise", 0, session_id, now, now, user_id)).fetchone()
-                return
             self._run(
-                "INSERT INTO ilab_memory_observationrevision (observation_id, user_id, revision, "
-                "session_id_at_write, type, title, content, topic_key, metadata, written_at, replaced_at) "
+                f"INSERT INTO {REVISION} (observation_id, user_id, revision, session_id_at_write, type, title, "
+                "content, topic_key, metadata, written_at, replaced_at) "
                 f"SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata, "
                 f"updated_at, %s FROM {OBS} WHERE {where}",
                 (now, user_id, topic_key),
             )
-            self._run(
-                f"UPDATE {OBS} SET content = %s, revision_count = revision_count + 1, updated_at = %s, "
-                f"last_seen_at = %s, session_id = %s WHERE {where} RETURNING id",
-                (content, now, now, session_id, user_id, topic_key),
+            (observation_id,) = self._run(
+                f"UPDATE {OBS} SET content = %s, dedupe_hash = %s, revision_count = revision_count + 1, "
+                f"updated_at = %s, last_seen_at = %s, session_id = %s WHERE {where} RETURNING id",
+                (content, f"revise-{moment.timestamp()}", now, now, session_id, user_id, topic_key),
             ).fetchone()
+            if self.vectors and not write_only:
+                self._run(REQUEUE_VECTOR, (now, observation_id))
         self._transaction(work)
 
     # -- reads ---------------------------------------------------------------------------
 
+    def _context(self, user_id: str, moment: datetime):
+        return self._run(self.context_sql, (self.preview, self._at(moment), user_id)).fetchall()
+
     def context(self, user_id: str):
         """The newest candidates ranked by ContextScore in the database; the winners come back."""
-        moment = self.now()
-        params = scoring.context_value_params(now=moment, type_weights=self.weights)
-        sql = ours.ranked_context_sql(self.vendor, len(self.weights), self.candidates, self.memories)
-        return self._run(sql, (self.preview, *params, user_id)).fetchall()
+        return self._context(user_id, self.now())
 
     def search(self, user_id: str, word: str, limit: int = 10):
         """One engine query for one word, ranked by the engine, scoped to the user."""
         if self.vendor == "sqlite":
-            owner = "u" + user_id.encode().hex()
-            table = search_index.SQLITE_TABLE
+            owner = "u" + user_id.encode().hex()  # the index's owner column: 'u' || hex(user_id)
             return self._run(
                 f"""SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, 301)
-                    FROM {table} JOIN {OBS} o ON o.id = {table}.observation_id
-                    WHERE {table} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
-                    ORDER BY bm25({table}, 10.0, 4.0, 1.0, 0.0, 0.0) LIMIT %s""",
+                    FROM {FTS} JOIN {OBS} o ON o.id = {FTS}.observation_id
+                    WHERE {FTS} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
+                    ORDER BY bm25({FTS}, 10.0, 4.0, 1.0, 0.0, 0.0) LIMIT %s""",
                 (f'owner : "{owner}" AND "{word}"', user_id, limit),
             ).fetchall()
         return self._run(

@@ -2,6 +2,11 @@
 
 The searched users are the first few, present at every size, so what grows between sizes is
 the table (and the engine's posting lists), not the user's own history.
+
+Lexical only (``ILabMemory(embedder=None)``): this phase times the full-text engine as the table
+grows, next to its floor (one engine query). The histories have no vectors, so with the default
+embedder a search would only add the query's embedding; hybrid search, with every memory
+embedded, is the ``hybrid`` phase (perf_hybrid).
 """
 
 from __future__ import annotations
@@ -18,10 +23,16 @@ def user_name(k: int) -> str:
     return f"user-{k:05d}"
 
 
+NOTE = "mem_search lexical only (ILabMemory(embedder=None)); hybrid search is the hybrid phase"
+
+
 def run(mem, scratch, *, sizes: list[int], rare_iterations: int = 100, common_iterations: int = 40) -> list[dict]:
+    from ilab_memory import ILabMemory
+
+    mem = ILabMemory(using=mem.using, embedder=None)
+    step(NOTE)
     writer = HistoryWriter()
-    floor = Floor(scratch.raw_connection(), scratch.vendor, context_candidates=200, context_memories=10,
-                  type_weights={})  # search uses neither
+    floor = Floor(scratch.raw_connection(), scratch.vendor)
     results: list[dict] = []
     users_so_far = 0
     for size in sorted(sizes):

@@ -36,18 +36,21 @@ def measure(
     iterations: int,
     warmup: int = 3,
     before: Callable[[int], object] | None = None,
+    cpu_clock: Callable[[], float] = time.thread_time,
 ) -> Sample:
     """Time ``fn(i)`` ``iterations`` times after ``warmup`` untimed calls.
 
     ``before(i)`` runs untimed ahead of each call (e.g. to end the session a "new" start needs).
+    ``cpu_clock``: the calling thread's CPU time by default; ``time.process_time`` also counts
+    the threads a call starts (the embedding model's OpenMP threads).
     """
     times, cpu_times = [], []
     for i in range(warmup + iterations):
         if before is not None:
             before(i)
-        started, cpu_started = time.perf_counter(), time.thread_time()
+        started, cpu_started = time.perf_counter(), cpu_clock()
         fn(i)
-        elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
+        elapsed, cpu = time.perf_counter() - started, cpu_clock() - cpu_started
         if i >= warmup:
             times.append(elapsed)
             cpu_times.append(cpu)
@@ -60,12 +63,13 @@ def measure_interleaved(
     iterations: int,
     warmup: int = 3,
     before: dict[str, Callable[[int], object]] | None = None,
+    cpu_clock: Callable[[], float] = time.thread_time,
 ) -> dict[str, Sample]:
     """Time several calls in turns (a, b, c, b, c, a, …), ``iterations`` times each.
 
     On a shared machine a slow minute then hits every contender alike, instead of whichever
     happened to run during it, so the ratios between them hold still. ``before[name](i)`` runs
-    untimed ahead of that call, as in ``measure``.
+    untimed ahead of that call, as in ``measure``; ``cpu_clock`` as in ``measure``.
     """
     before = before or {}
     names = list(calls)
@@ -76,9 +80,9 @@ def measure_interleaved(
         for name in names[shift:] + names[:shift]:
             if name in before:
                 before[name](i)
-            started, cpu_started = time.perf_counter(), time.thread_time()
+            started, cpu_started = time.perf_counter(), cpu_clock()
             calls[name](i)
-            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
+            elapsed, cpu = time.perf_counter() - started, cpu_clock() - cpu_started
             if i >= warmup:
                 times[name].append(elapsed)
                 cpu_times[name].append(cpu)
