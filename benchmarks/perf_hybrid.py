@@ -234,35 +234,6 @@ def run(mem, scratch, *, rows: int, users: list[int], iterations: int, common_it
             step(f"{kind:<12} {size:>7,} memories  hybrid p50 {h.p50:7.2f} p95 {h.p95:7.2f}  lexical p50 "
                  f"{lx.p50:7.2f} p95 {lx.p95:7.2f}  embed p50 {e.p50:6.2f} ms  hits {hits[size]}")
 
-    # -- warm: hybrid, lexical only, the query's embedding, in turns ----------------------
-    # With the rare term (the least lexical work), the parts of the vector side run in the
-    # same turns: the warm lookup alone (fingerprint, matrix product, top-n), the fingerprint
-    # read alone, the inline check for queued rows alone.
-    query_vectors = [embedder.embed_query(q) for q in words]
-    parts = {
-        "vector lookup (warm)": lambda u: lambda i: lookup(u, query_vectors[i % len(query_vectors)]),
-        "fingerprint read": lambda u: lambda i: user_vectors(u).aggregate(
-            n=Count("id"), g=Sum("generation"), top=Max("id")),
-        "inline queue check": lambda u: lambda i: embedding.embed_waiting(user_id=u, config=config, using=mem.using),
-    }
-    for kind, (queries_of, n) in kinds.items():
-        calls = {}
-        hits = {}
-        for size in users:
-            user_id, queries = hybrid_user(size), queries_of(size)
-            pick = lambda i, queries=queries: queries[i % len(queries)]  # noqa: E731
-            calls[size, "hybrid"] = lambda i, u=user_id, q=pick: hybrid.mem_search(u, q(i))
-            calls[size, "lexical"] = lambda i, u=user_id, q=pick: lexical.mem_search(u, q(i))
-            calls[size, "embed"] = lambda i, q=pick: embedder.embed_query(q(i))
-            if kind == "rare term":
-                calls.update({(size, part): make(user_id) for part, make in parts.items()})
-            hits[size] = (len(hybrid.mem_search(user_id, pick(0))), len(lexical.mem_search(user_id, pick(0))))
-        got = measure_interleaved(calls, iterations=n, cpu_clock=time.process_time)
-        for (size, part), sample in got.items():
-            if part in parts:
-                results.append({"group": "hybrid-part", "op": part, "size": size, "rows": total_rows,
-                                "sample": _sample_dict(sample)})
-                step(f"{part:<22} {size:>7,} memories  p50 {sample.p50:7.2f} ms  p95 {sample.p95:7.2f} ms")
     # -- throughput: one worker core, then every core ---------------------------------------
     for threads in ("1", None):
         results.append(throughput_in_child(threads, embed_memories))
