@@ -134,9 +134,11 @@ def schema_fingerprint(engine: str) -> str:
 
 
 def app_tables() -> list[str]:
-    from django.apps import apps
+    """The app's tables as the database has them (not as this tree's models list them: the
+    after tree may add tables the before tree does not know, and both must see one schema)."""
+    from django.db import connection
 
-    return sorted(m._meta.db_table for m in apps.get_app_config("ilab_memory").get_models())
+    return sorted(name for name in connection.introspection.table_names() if name.startswith("ilab_memory_"))
 
 
 # ------------------------------------------------------------------------------------ the data
