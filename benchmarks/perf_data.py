@@ -147,6 +147,11 @@ class HistoryWriter:
             if pending_observations or pending_sessions:
                 self._write(pending_sessions, pending_observations)
                 progress.advance(len(pending_observations))
+            if vectors is not None:  # as a store of vectors would: their users' stamps
+                from ilab_memory.models import VectorStamp
+
+                VectorStamp.objects.using(self.using).bulk_create(
+                    [VectorStamp(user_id=user_id) for user_id, _ in users], batch_size=1000, ignore_conflicts=True)
         progress.finish()
 
     def _vector_blobs(self, n: int) -> list[bytes]:

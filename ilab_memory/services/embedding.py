@@ -12,6 +12,7 @@ through redaction, so private text never reaches an embedder.
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -21,7 +22,7 @@ from django.utils import timezone
 from .. import vectors
 from ..conf import Config, get_config
 from ..embeddings import configured_embedder
-from ..models import Observation, ObservationVector
+from ..models import Observation, ObservationVector, VectorStamp
 
 logger = logging.getLogger("ilab_memory.embedding")
 
@@ -154,6 +155,7 @@ def _store(rows, matrix, *, embedder, using: str) -> int:
     now = timezone.now()
     pgvector = vectors.pgvector_ready(using)
     stored = 0
+    users: set[str] = set()
     with transaction.atomic(using=using):
         for row, vector in zip(rows, matrix):
             done = ObservationVector.objects.using(using).filter(pk=row.pk, generation=row.generation).update(
@@ -162,7 +164,14 @@ def _store(rows, matrix, *, embedder, using: str) -> int:
             )
             if done and pgvector:
                 vectors.store_pgvector(row.pk, vector, using=using)
+            if done:
+                users.add(row.user_id)
             stored += done
+        # A new stamp for every user with new vectors: processes holding their vectors reload.
+        VectorStamp.objects.using(using).bulk_create(
+            [VectorStamp(user_id=user_id, stamp=uuid.uuid4()) for user_id in sorted(users)],
+            update_conflicts=True, unique_fields=["user_id"], update_fields=["stamp"],
+        )
     return stored
 
 
