@@ -180,10 +180,13 @@ def observation_update(
     type: str = UNSET,
     topic_key: str | None = UNSET,
     metadata: dict | None = UNSET,
+    keep_session: bool = False,
     config: Config | None = None,
     using: str = "default",
 ) -> ObservationRecord:
-    """Replace some fields, keeping the old version in history; moves it to the active session.
+    """Replace some fields, keeping the old version in history; moves it to the active session,
+    or with ``keep_session`` (an operator's correction, not the user's write) leaves it in its
+    session and touches no session.
 
     Raises ObservationNotFound, or ValidationError when no field is given or a value is bad.
     """
@@ -208,10 +211,11 @@ def observation_update(
         now = timezone.now()
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too.
-        session_id, _ = claim_active_session(user_id, now=now, config=config, using=using)
+        session_id = None if keep_session else claim_active_session(user_id, now=now, config=config, using=using)[0]
         observation = _locked_live(Observation.objects.filter(pk=pk), user_id, using)
         if observation is None:
             raise ObservationNotFound("No such observation.")
+        session_id = session_id or observation.session_id
         new_topic = values.get("topic_key", observation.topic_key)
         if new_topic is not None and new_topic != observation.topic_key:
             if Observation.objects.using(using).for_user(user_id).live().filter(topic_key=new_topic).exists():
