@@ -6,10 +6,14 @@ is exactly what the facade returns, and the schema documents it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 
+from ..services.privacy import shown_key
 from ..types import ContextScore, SearchScore
 
 # ---------------------------------------------------------------------------------------- inputs
@@ -31,7 +35,24 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class ActingUserSerializer(serializers.Serializer):
+class StrictInputSerializer(serializers.Serializer):
+    """An input shape that refuses fields it does not know (a typo is a 400, never silently dropped)."""
+
+    default_error_messages = {"unknown_field": _("Is not a field of this endpoint; it accepts: {accepted}.")}
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = [key for key in data if key not in self.fields]
+            if unknown:
+                accepted = ", ".join(self.fields) or "no fields"
+                message = self.error_messages["unknown_field"].format(accepted=accepted)
+                raise serializers.ValidationError(
+                    {shown_key(key): [ErrorDetail(message, code="unknown_field")] for key in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class ActingUserSerializer(StrictInputSerializer):
     user_id = StrictCharField(
         required=False,
         help_text=_("Act for this user_id (needs the ilab_memory.act_for_any_user permission)."),

@@ -1,6 +1,10 @@
-"""The memory API's routes. Mount them under any prefix: ``path("api/memory/", include("ilab_memory.api.urls"))``."""
+"""The memory API's routes. Mount them under any prefix: ``path("api/memory/", include("ilab_memory.api.urls"))``.
 
-from django.urls import path
+The last route answers every other path under that prefix with a JSON 404 (a slash-less path
+names the slashed one), so mount anything else that shares the prefix before this include.
+"""
+
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
@@ -17,4 +21,5 @@ urlpatterns = [
     path("import/", views.ImportView.as_view(), name="import"),
     path("forget/", views.ForgetView.as_view(), name="forget"),
     *router.urls,
+    re_path(r"^.*$", views.NotFoundView.as_view(), name="not_found"),
 ]

@@ -8,12 +8,14 @@ from the host.
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
+from django.urls import Resolver404, resolve
 from django.utils.translation import gettext_lazy as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -32,6 +34,7 @@ from ..validation import clean_user_id
 from . import serializers as s
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
+from .metadata import InputMetadata
 from .identity import acting_user_id
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
@@ -46,8 +49,12 @@ class MemoryAPIMixin(AppErrorMixin):
     parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
     throttle_classes = [MemoryUserRateThrottle]
+    metadata_class = InputMetadata
     filter_backends: list = []
     pagination_class = None
+    # The body each write accepts, by viewset action or by HTTP method (plain views): what
+    # ``validated_body`` checks and what an OPTIONS request describes.
+    input_serializers: dict = {}
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -60,6 +67,15 @@ class MemoryAPIMixin(AppErrorMixin):
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+    def input_serializer_class(self, method: str):
+        """The serializer of the body a ``method`` request to this route sends, or None."""
+        method = method.lower()
+        return self.input_serializers.get(getattr(self, "action_map", {}).get(method, method))
+
+    def validated_body(self) -> dict:
+        """The request body checked by this endpoint's input serializer; 400 when malformed."""
+        return self.validated(self.input_serializer_class(self.request.method))
 
     def acting_user_id(self, body: dict | None = None) -> str:
         """The caller's user_id, or the one it names in the body or the query (403 if not allowed)."""
@@ -103,6 +119,11 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     filter_backends = [DjangoFilterBackend]
     filterset_class = SessionFilter
     lookup_value_regex = "[^/]+"
+    input_serializers = {
+        "start": s.SessionStartInputSerializer,
+        "summary": s.SessionSummaryInputSerializer,
+        "end": s.SessionEndInputSerializer,
+    }
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
@@ -129,7 +150,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     )
     @action(detail=False, methods=["post"])
     def start(self, request):
-        body = self.validated(s.SessionStartInputSerializer)
+        body = self.validated_body()
         result = session_services.session_start(user_id=self.acting_user_id(body))
         code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
         return Response(s.SessionStartSerializer(result).data, status=code)
@@ -141,7 +162,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     )
     @action(detail=False, methods=["post"])
     def summary(self, request):
-        body = self.validated(s.SessionSummaryInputSerializer)
+        body = self.validated_body()
         record = session_services.session_summary(user_id=self.acting_user_id(body), summary=body["summary"])
         return Response(s.SessionRecordSerializer(record).data)
 
@@ -156,7 +177,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     )
     @action(detail=False, methods=["post"])
     def end(self, request):
-        body = self.validated(s.SessionEndInputSerializer)
+        body = self.validated_body()
         record = session_services.session_end(user_id=self.acting_user_id(body), summary=body.get("summary"))
         return Response(s.SessionRecordSerializer(record).data)
 
@@ -205,6 +226,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     filterset_class = ObservationFilter
     lookup_value_regex = "[^/]+"
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    input_serializers = {"create": s.ObservationCreateInputSerializer, "partial_update": s.ObservationUpdateInputSerializer}
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
@@ -219,7 +241,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return self.get_paginated_response(s.ObservationCompactSerializer(items, many=True).data)
 
     def create(self, request):
-        body = self.validated(s.ObservationCreateInputSerializer)
+        body = self.validated_body()
         result = observation_services.observation_save(
             user_id=self.acting_user_id(body),
             title=body["title"],
@@ -236,7 +258,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return Response(s.ObservationRecordSerializer(types.observation_record(observation)).data)
 
     def partial_update(self, request, pk=None):
-        body = dict(self.validated(s.ObservationUpdateInputSerializer))
+        body = dict(self.validated_body())
         user_id = self.acting_user_id(body)
         body.pop("user_id", None)
         record = observation_services.observation_update(user_id=user_id, observation_id=pk, **body)
@@ -259,7 +281,6 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
         )
         return Response(s.TimelineSerializer(timeline).data)
-
 
     @extend_schema(
         summary=_("Full-text search over the caller's live observations, best first"),
@@ -315,13 +336,15 @@ class ExportView(MemoryAPIMixin, APIView):
 class ImportView(MemoryAPIMixin, APIView):
     """Import an export document; the whole document is checked before anything is written."""
 
+    input_serializers = {"post": s.ImportInputSerializer}
+
     @extend_schema(
         summary=_("Add the rows of an export document the caller does not have yet (idempotent)"),
         request=s.ImportInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
-        body = self.validated(s.ImportInputSerializer)
+        body = self.validated_body()
         counts = data_services.user_import(user_id=self.acting_user_id(body), data=body["data"])
         return Response(counts)
 
@@ -329,16 +352,49 @@ class ImportView(MemoryAPIMixin, APIView):
 class ForgetView(MemoryAPIMixin, APIView):
     """Erasure: every session, observation and revision of the user, in one transaction."""
 
+    input_serializers = {"post": s.ForgetInputSerializer}
+
     @extend_schema(
         summary=_("Erase every row of the caller (confirm with the user_id)"),
         request=s.ForgetInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
-        body = self.validated(s.ForgetInputSerializer)
+        body = self.validated_body()
         user_id = self.acting_user_id(body)
         if body["confirm"] != user_id:
             raise ValidationError(
                 "confirm", "must equal the user_id being erased; nothing was erased.", code="confirmation_mismatch"
             )
         return Response(data_services.user_forget(user_id=user_id))
+
+
+# ------------------------------------------------------------------------------------- not found
+
+
+@extend_schema(exclude=True)
+class NotFoundView(AppErrorMixin, APIView):
+    """Any other path under the API's prefix, any method: a JSON 404, never Django's HTML page.
+
+    No authentication runs first: a path that does not exist says nothing about anyone.
+    """
+
+    authentication_classes: list = []
+    permission_classes: list = []
+    renderer_classes = [JSONRenderer]
+    throttle_classes: list = []
+
+    def initial(self, request, *args, **kwargs):
+        # The path is not echoed: like any value a caller sends, it may hold a private block.
+        if not request.path_info.endswith("/") and _resolves_to_endpoint(f"{request.path_info}/"):
+            # Django's APPEND_SLASH would redirect and drop a POST body (or fail in DEBUG).
+            raise NotFound(_("No memory API endpoint at this path; add the trailing slash."))
+        raise NotFound(_("No memory API endpoint at this path."))
+
+
+def _resolves_to_endpoint(path: str) -> bool:
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return False
+    return getattr(match.func, "view_class", None) is not NotFoundView

@@ -32,7 +32,7 @@ from ..types import iso
 from ..validation import check_length, check_text, clean_type, clean_user_id
 from . import embedding
 from .observations import clean_fields, dedupe_hash
-from .privacy import redact
+from .privacy import redact, shown_key
 from .sessions import _locked_active_session, build_auto_summary
 from .transactions import atomic_with_retry
 
@@ -159,8 +159,7 @@ def _require_object(field: str, value: Any, *, required: tuple, optional: tuple 
         _fail(field, "must be a JSON object.", "invalid_type")
     for key in value:
         if key not in required and key not in optional:
-            # Echo a short key only if it holds no private block (SPEC §4: errors never do).
-            name = key if isinstance(key, str) and len(key) <= 60 and redact(key).text == key else "?"
+            name = shown_key(key)  # never a private block in an error (SPEC §4)
             _fail(f"{field}.{name}" if field else name, "is not a known field.", "unknown_field")
     for key in required:
         if key not in value:

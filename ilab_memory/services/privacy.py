@@ -106,3 +106,10 @@ def redact_json(value: Any) -> tuple[Any, int]:
             cleaned[unique_key] = clean_item
         return cleaned, total
     return value, 0
+
+
+def shown_key(key: Any, *, max_chars: int = 60) -> str:
+    """A caller's field name as an error may show it: short and free of private blocks, else "?"."""
+    if isinstance(key, str) and len(key) <= max_chars and redact(key).text == key:
+        return key
+    return "?"

@@ -1,0 +1,122 @@
+"""The edges a DRF client meets: slash-less paths, unknown fields, unknown paths and methods, OPTIONS.
+
+Everything under the API prefix answers JSON in the one error shape, in DEBUG as in production.
+"""
+
+import json
+
+import pytest
+
+from ilab_memory.models import Observation, Session
+from tests.api.conftest import API
+
+
+def send(client, method, path, body=None):
+    return client.generic(method, API + path, "" if body is None else json.dumps(body), content_type="application/json")
+
+
+def assert_json_error(response, status, code):
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert body["code"] == code and isinstance(body["detail"], str)
+    return body
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("path", ["observations", "sessions/start", "import", "forget", "context"])
+def test_a_slashless_path_is_a_json_404_that_says_to_add_the_slash(as_alice, settings, debug, path):
+    settings.DEBUG = debug  # DEBUG made Django's APPEND_SLASH raise a 500 page for a POST
+    body = assert_json_error(send(as_alice, "POST", path, {"title": "t", "content": "c"}), 404, "not_found")
+    assert "trailing slash" in body["detail"]
+    assert not Observation.objects.exists() and not Session.objects.exists()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+@pytest.mark.parametrize("path", ["nope/", "nope", "observations/1/2/3/", "sessions/start/extra/", ".env"])
+def test_unknown_paths_under_the_prefix_are_json_404(as_alice, settings, debug, method, path):
+    settings.DEBUG = debug
+    body = assert_json_error(send(as_alice, method, path), 404, "not_found")
+    assert "trailing slash" not in body["detail"]
+
+
+def test_unknown_paths_answer_the_same_to_anonymous_callers(client):
+    assert_json_error(client.get(API + "nope/"), 404, "not_found")
+
+
+def test_the_404_never_echoes_the_path(as_alice):
+    response = send(as_alice, "GET", "<private>hunter2</private>/")
+    assert_json_error(response, 404, "not_found")
+    assert b"hunter2" not in response.content
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("PUT", "observations/"), ("DELETE", "observations/"), ("GET", "sessions/start/"), ("DELETE", "context/"),
+     ("PUT", "import/"), ("GET", "forget/"), ("POST", "export/")],
+)
+def test_wrong_methods_are_json_405(as_alice, method, path):
+    assert_json_error(send(as_alice, method, path, {}), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "unknown"),
+    [
+        ("observations/", {"title": "t", "content": "c", "colour": "red"}, ["colour"]),
+        ("observations/", {"title": "t", "content": "c", "colour": "red", "size": 3}, ["colour", "size"]),
+        ("sessions/start/", {"foo": 1}, ["foo"]),
+        ("sessions/summary/", {"summary": "s", "summry": "s"}, ["summry"]),
+        ("sessions/end/", {"id": "x"}, ["id"]),
+        ("import/", {"data": {}, "overwrite": True}, ["overwrite"]),
+        ("forget/", {"confirm": "x", "force": True}, ["force"]),
+    ],
+)
+def test_unknown_body_fields_are_a_400_naming_each_of_them(as_alice, path, body, unknown):
+    response = send(as_alice, "POST", path, body)
+    errors = assert_json_error(response, 400, "invalid")["errors"]
+    assert sorted(errors) == unknown
+    assert all("Is not a field of this endpoint" in errors[name][0] for name in unknown)
+    assert not Observation.objects.exists() and not Session.objects.exists()
+
+
+def test_an_unknown_field_on_patch_is_a_400_and_changes_nothing(as_alice):
+    saved = send(as_alice, "POST", "observations/", {"title": "t", "content": "c"}).json()["observation"]
+    response = send(as_alice, "PATCH", f"observations/{saved['id']}/", {"title": "new", "revision_count": 9})
+    assert assert_json_error(response, 400, "invalid")["errors"].keys() == {"revision_count"}
+    assert Observation.objects.get().title == "t"
+
+
+def test_an_unknown_field_holding_a_private_block_is_not_echoed(as_alice):
+    response = send(as_alice, "POST", "observations/", {"title": "t", "content": "c", "<private>k9</private>": 1})
+    assert assert_json_error(response, 400, "invalid")["errors"].keys() == {"?"}
+    assert b"k9" not in response.content
+
+
+def test_options_on_observations_describes_the_input_and_marks_server_fields_read_only(as_alice):
+    response = send(as_alice, "OPTIONS", "observations/")
+    assert response.status_code == 200
+    post = response.json()["actions"]["POST"]
+    assert {name for name, info in post.items() if info["required"]} == {"title", "content"}
+    writable = {name for name, info in post.items() if not info["read_only"]}
+    assert writable == {"user_id", "title", "content", "type", "topic_key", "metadata"}
+    for name in ("id", "session_id", "revision_count", "created_at", "deleted_at"):
+        assert post[name]["read_only"] is True and post[name]["required"] is False
+
+
+def test_options_on_an_observation_describes_patch_with_no_required_field(as_alice):
+    saved = send(as_alice, "POST", "observations/", {"title": "t", "content": "c"}).json()["observation"]
+    actions = send(as_alice, "OPTIONS", f"observations/{saved['id']}/").json()["actions"]
+    assert set(actions) == {"PATCH"}
+    assert not any(info["required"] for info in actions["PATCH"].values())
+    assert actions["PATCH"]["id"]["read_only"] is True and actions["PATCH"]["title"]["read_only"] is False
+
+
+@pytest.mark.parametrize(
+    ("path", "writable"),
+    [("sessions/start/", {"user_id"}), ("sessions/end/", {"user_id", "summary"}),
+     ("import/", {"user_id", "data"}), ("forget/", {"user_id", "confirm"})],
+)
+def test_options_on_the_other_writes_lists_what_they_accept(as_alice, path, writable):
+    post = send(as_alice, "OPTIONS", path).json()["actions"]["POST"]
+    assert {name for name, info in post.items() if not info["read_only"]} == writable
