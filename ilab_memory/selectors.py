@@ -28,7 +28,7 @@ from .types import (
     session_record,
     session_summary_compact,
 )
-from .validation import parse_uuid
+from .validation import clean_choice, parse_uuid
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at")
 
@@ -120,7 +120,7 @@ def sessions_list(
     """The user's sessions, newest started first."""
     sessions = Session.objects.using(using).for_user(user_id).order_by("-started_at", "-id")
     if status is not None:
-        sessions = sessions.filter(status=status)
+        sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
     if is_auto_generated is not None:
         sessions = sessions.filter(is_auto_generated=is_auto_generated)
     return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[: max(0, limit)]]

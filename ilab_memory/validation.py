@@ -56,6 +56,14 @@ def clean_type(value: Any, *, allowed) -> str:
     return value
 
 
+def clean_choice(field: str, value: Any, *, allowed) -> str:
+    """One of ``allowed`` (exact strings); anything else, NUL and surrogates included, is refused."""
+    if not isinstance(value, str) or value not in allowed:
+        choices = " or ".join(repr(choice) for choice in allowed)
+        raise ValidationError(field, f"must be {choices}.", code="invalid_choice")
+    return value
+
+
 def normalize_topic_key(value: str) -> str | None:
     """Trimmed, lowercased, whitespace runs turned into ``-``; blank becomes None."""
     normalized = _WHITESPACE.sub("-", value.strip().lower())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ilab_memory import ILabMemory
-from ilab_memory.exceptions import ConfigurationError
+from ilab_memory.exceptions import ConfigurationError, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
@@ -168,3 +168,75 @@ def test_returned_timestamps_are_iso_utc_strings(mem):
     record = mem.mem_save("alice", "T", "C").observation
     for value in (record.created_at, record.updated_at, record.last_seen_at):
         assert isinstance(value, str) and value.endswith("+00:00")
+
+
+# -- every argument validated, as the API does (SQLite and PostgreSQL) ---------------------
+
+BAD_TEXT = {"nul": "a\x00b", "lone surrogate": "a\ud800b", "not a string": 5}
+OBSERVATION_ID = "00000000-0000-4000-8000-000000000000"
+
+# (method, keyword arguments of a valid call, the argument made bad)
+CALLS = [
+    ("mem_session_start", {"user_id": "alice"}, "user_id"),
+    ("mem_session_summary", {"user_id": "alice", "summary": "s"}, "user_id"),
+    ("mem_session_summary", {"user_id": "alice", "summary": "s"}, "summary"),
+    ("mem_session_end", {"user_id": "alice", "summary": "s"}, "user_id"),
+    ("mem_session_end", {"user_id": "alice", "summary": "s"}, "summary"),
+    ("mem_get_session", {"user_id": "alice", "session_id": OBSERVATION_ID}, "user_id"),
+    ("mem_list_sessions", {"user_id": "alice"}, "user_id"),
+    ("mem_list_sessions", {"user_id": "alice", "status": "active"}, "status"),
+    ("mem_save", {"user_id": "alice", "title": "t", "content": "c"}, "user_id"),
+    ("mem_save", {"user_id": "alice", "title": "t", "content": "c"}, "title"),
+    ("mem_save", {"user_id": "alice", "title": "t", "content": "c"}, "content"),
+    ("mem_save", {"user_id": "alice", "title": "t", "content": "c", "type": "manual"}, "type"),
+    ("mem_save", {"user_id": "alice", "title": "t", "content": "c", "topic_key": "k"}, "topic_key"),
+    ("mem_get_observation", {"user_id": "alice", "observation_id": OBSERVATION_ID}, "user_id"),
+    ("mem_revisions", {"user_id": "alice", "observation_id": OBSERVATION_ID}, "user_id"),
+    ("mem_update", {"user_id": "alice", "observation_id": OBSERVATION_ID, "title": "t"}, "user_id"),
+    ("mem_update", {"user_id": "alice", "observation_id": OBSERVATION_ID, "title": "t"}, "title"),
+    ("mem_delete", {"user_id": "alice", "observation_id": OBSERVATION_ID}, "user_id"),
+    ("mem_search", {"user_id": "alice", "query": "q"}, "user_id"),
+    ("mem_search", {"user_id": "alice", "query": "q"}, "query"),
+    ("mem_search", {"user_id": "alice", "query": "q", "type": "manual"}, "type"),
+    ("mem_context", {"user_id": "alice"}, "user_id"),
+    ("mem_timeline", {"user_id": "alice", "observation_id": OBSERVATION_ID}, "user_id"),
+    ("mem_stats", {"user_id": "alice"}, "user_id"),
+    ("mem_export", {"user_id": "alice"}, "user_id"),
+    ("mem_import", {"user_id": "alice", "data": {}}, "user_id"),
+    ("mem_forget_user", {"user_id": "alice"}, "user_id"),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_TEXT.values(), ids=BAD_TEXT.keys())
+@pytest.mark.parametrize(("method", "kwargs", "argument"), CALLS, ids=[f"{m}-{a}" for m, _, a in CALLS])
+def test_every_text_argument_is_validated_like_the_api(mem, method, kwargs, argument, bad):
+    with pytest.raises(ValidationError) as raised:
+        getattr(mem, method)(**{**kwargs, argument: bad})
+    assert raised.value.field == argument or raised.value.field.startswith(argument)
+
+
+@pytest.mark.parametrize("status", ["bogus", "", "ACTIVE", "a\x00b", "a\udc00", 1])
+def test_list_sessions_refuses_a_status_that_is_not_one(mem, status):
+    mem.mem_session_start("alice")
+    with pytest.raises(ValidationError) as raised:
+        mem.mem_list_sessions("alice", status=status)
+    assert raised.value.field == "status" and "'active' or 'completed'" in raised.value.message
+
+
+def test_list_sessions_filters_by_a_valid_status(mem):
+    mem.mem_session_start("alice")
+    assert [s.status for s in mem.mem_list_sessions("alice", status="active")] == ["active"]
+    assert mem.mem_list_sessions("alice", status="completed") == []
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs"),
+    [("mem_list_sessions", {"limit": -1}), ("mem_list_sessions", {"limit": "5"}), ("mem_context", {"limit": True}),
+     ("mem_timeline", {"observation_id": OBSERVATION_ID, "before": 10**9}), ("mem_search", {"query": "q", "limit": 0}),
+     ("mem_delete", {"observation_id": OBSERVATION_ID, "hard": "false"}), ("mem_import", {"data": []}),
+     ("mem_update", {"observation_id": OBSERVATION_ID, "colour": "red"}),
+     ("mem_save", {"title": "t", "content": "c", "metadata": ["not", "an", "object"]})],
+)
+def test_other_bad_arguments_are_validation_errors(mem, method, kwargs):
+    with pytest.raises(ValidationError):
+        getattr(mem, method)("alice", **kwargs)

@@ -29,7 +29,7 @@ from ..models import Observation, ObservationRevision, ObservationVector, Sessio
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
-from ..validation import check_length, check_text, clean_type, clean_user_id
+from ..validation import check_length, check_text, clean_choice, clean_type, clean_user_id
 from . import embedding
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact, shown_key
@@ -216,9 +216,7 @@ def _rows(document: dict, name: str) -> list:
 def _clean_session(field: str, row: Any, *, config: Config) -> dict:
     _require_object(field, row, required=("id", "status", "started_at", "last_activity_at"),
                     optional=("ended_at", "summary", "is_auto_generated", "redacted_blocks"))
-    status = row["status"]
-    if status not in SessionStatus.values:
-        _fail(f"{field}.status", "must be 'active' or 'completed'.", "invalid_choice")
+    status = clean_choice(f"{field}.status", row["status"], allowed=SessionStatus.values)
     ended_at = _timestamp(f"{field}.ended_at", row.get("ended_at"), nullable=True)
     if (status == SessionStatus.ACTIVE) != (ended_at is None):
         _fail(f"{field}.ended_at", "must be null exactly when the session is active.", "invalid_state")

@@ -120,3 +120,9 @@ def test_options_on_an_observation_describes_patch_with_no_required_field(as_ali
 def test_options_on_the_other_writes_lists_what_they_accept(as_alice, path, writable):
     post = send(as_alice, "OPTIONS", path).json()["actions"]["POST"]
     assert {name for name, info in post.items() if not info["read_only"]} == writable
+
+
+@pytest.mark.parametrize("status", ["bogus", "a%00b", "%ED%A0%80", "ACTIVE"])
+def test_a_bad_status_filter_is_a_400_naming_it_as_the_facade_does(as_alice, status):
+    response = as_alice.get(API + f"sessions/?status={status}")
+    assert "status" in assert_json_error(response, 400, "invalid")["errors"]
