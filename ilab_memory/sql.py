@@ -13,14 +13,15 @@ import hashlib
 import uuid
 from collections import namedtuple
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 
 from django.db import connections
 
 from . import scoring
-from .models import Observation, Session, SessionStatus
+from .models import Observation, ObservationRevision, Session, SessionStatus
 
 OBS = Observation._meta.db_table
+REVISION = ObservationRevision._meta.db_table
 SESSION = Session._meta.db_table
 ACTIVE = SessionStatus.ACTIVE.value
 OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
@@ -32,9 +33,11 @@ def _row_type(model, columns: tuple[str, ...]):
     return namedtuple(f"{model.__name__}Row", columns)
 
 
-def _converters(model, columns: tuple[str, ...], connection) -> list:
+@lru_cache(maxsize=64)
+def _converters(model, columns: tuple[str, ...], connection) -> tuple:
     """Per column, the functions the ORM applies to a value of that field on this connection
-    (the backend's, then the field's own); none for a computed column."""
+    (the backend's, then the field's own); none for a computed column. Cached: the same few
+    statements run on every write."""
     fields = {field.attname: field for field in model._meta.concrete_fields}
     converters = []
     for name in columns:
@@ -44,7 +47,7 @@ def _converters(model, columns: tuple[str, ...], connection) -> list:
             continue
         column = field.get_col(model._meta.db_table)
         converters.append(tuple(connection.ops.get_db_converters(column)) + tuple(field.get_db_converters(connection)))
-    return converters
+    return tuple(converters)
 
 
 def fetch_rows(cursor, model, columns: tuple[str, ...], connection) -> list:
@@ -144,6 +147,55 @@ def count_duplicate(*, user_id: str, digest: str, since: datetime, session_id: u
         cursor.execute(COUNT_DUPLICATE, params)
         rows = fetch_rows(cursor, Observation, OBSERVATION_FIELDS, connection)
     return rows[0] if rows else None
+
+
+# Each replace keeps the current version in the history, then writes the new one over it. The
+# history row is copied by the database (INSERT … SELECT), which on PostgreSQL also locks the
+# row (a concurrent soft delete waits, or has already won and the copy finds nothing).
+KEEP_REVISION = {
+    vendor: f"""
+    INSERT INTO {REVISION} (observation_id, user_id, revision, session_id_at_write, type, title, content,
+                            topic_key, metadata, written_at, replaced_at)
+    SELECT id, user_id, revision_count, session_id, type, title, content, topic_key, metadata, updated_at, %s
+    FROM {OBS} WHERE user_id = %s AND {{match}} = %s AND deleted_at IS NULL{lock}"""
+    for vendor, lock in (("sqlite", ""), ("postgresql", " FOR UPDATE"))
+}
+REPLACE = f"""
+    UPDATE {OBS} SET type = %s, title = %s, content = %s, topic_key = %s, metadata = %s, dedupe_hash = %s,
+        revision_count = revision_count + 1, redacted_blocks = redacted_blocks + %s,
+        session_id = %s, updated_at = %s, last_seen_at = %s
+    WHERE user_id = %s AND {{match}} = %s AND deleted_at IS NULL
+    RETURNING {OBSERVATION_COLUMNS}"""
+MATCHES = {"id": "id", "topic_key": "topic_key"}
+
+
+def replace_observation(*, user_id: str, match: str, key, values: dict, dedupe_hash: str, blocks: int,
+                        session_id: uuid.UUID, now: datetime, using: str):
+    """Replace the user's live observation whose ``match`` ("id" or "topic_key") is ``key`` with
+    ``values`` (type, title, content, topic_key, metadata: all of them), its current version
+    kept in the history first; it moves to ``session_id``. Returns its new row, or None when
+    no live observation matches.
+
+    Why raw: a revise is the hot write of an agent that keeps a topic up to date; copying the
+    old version and writing the new one are two statements (the ORM needs a locked read, an
+    INSERT of the copy and an UPDATE, each compiled on every call: measured, 4× the time).
+    """
+    connection = connections[using]
+    column = MATCHES[match]
+    key = _db(Observation, column, key, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(KEEP_REVISION[connection.vendor].format(match=column),
+                       [_db(ObservationRevision, "replaced_at", now, connection), user_id, key])
+        if cursor.rowcount == 0:
+            return None
+        cursor.execute(REPLACE.format(match=column), [
+            values["type"], values["title"], values["content"], values["topic_key"],
+            _db(Observation, "metadata", values["metadata"], connection), dedupe_hash, blocks,
+            _db(Observation, "session", session_id, connection), _db(Observation, "updated_at", now, connection),
+            _db(Observation, "last_seen_at", now, connection), user_id, key,
+        ])
+        rows = fetch_rows(cursor, Observation, OBSERVATION_FIELDS, connection)
+    return rows[0]
 
 
 # The user's rows in an order only the user's own index (ilab_mem_obs_user_updated) gives, so

@@ -49,18 +49,19 @@ def queue(observations, *, now: datetime, config: Config, using: str) -> None:
     if embedder_for(config) is None:
         return
     ObservationVector.objects.using(using).bulk_create(
-        [ObservationVector(observation_id=o.pk, user_id=o.user_id, queued_at=now) for o in observations],
+        [ObservationVector(observation_id=o.id, user_id=o.user_id, queued_at=now) for o in observations],
         batch_size=500,
     )
     _after_commit(config=config, using=using)
 
 
-def requeue(observation: Observation, *, now: datetime, config: Config, using: str) -> None:
-    """Queue an observation whose text changed: its old vector no longer says what it says."""
+def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
+    """Queue an observation (a model instance or a row with ``id`` and ``user_id``) whose text
+    changed: its old vector no longer says what it says."""
     if embedder_for(config) is None:
-        ObservationVector.objects.using(using).filter(observation_id=observation.pk).delete()
+        ObservationVector.objects.using(using).filter(observation_id=observation.id).delete()
         return
-    queued = ObservationVector.objects.using(using).filter(observation_id=observation.pk).update(
+    queued = ObservationVector.objects.using(using).filter(observation_id=observation.id).update(
         model_id=None, dimensions=None, vector=None, generation=F("generation") + 1, queued_at=now,
         claimed_until=None, embedded_at=None,
     )

@@ -13,7 +13,7 @@ from django.utils import timezone
 from .. import sql
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
-from ..models import Observation, ObservationRevision
+from ..models import Observation
 from ..signals import observation_saved, send_on_commit
 from ..types import DeleteResult, ObservationRecord, SaveResult, observation_record
 from ..validation import (
@@ -35,6 +35,8 @@ from .transactions import atomic_with_retry
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
 CREATED, REVISED, DUPLICATE, UPDATED = "created", "revised", "duplicate", "updated"
+# What a replace writes: every field a caller may give.
+REPLACED_FIELDS = ("type", "title", "content", "topic_key", "metadata")
 
 
 @dataclass
@@ -87,28 +89,18 @@ def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
     return next(iter(queryset.using(using).select_for_update().for_user(user_id).live().order_by()[:1]), None)
 
 
-REPLACED = ("dedupe_hash", "revision_count", "redacted_blocks", "session", "updated_at", "last_seen_at")
-
-
-def _replace(observation: Observation, values: dict, *, blocks: int, session_id, now, config: Config,
-             using: str) -> None:
-    """Write ``values`` over ``observation``, its current version kept in the history first;
-    it moves to the session that wrote it (Braess #4)."""
-    ObservationRevision.objects.using(using).create(
-        observation=observation, user_id=observation.user_id, revision=observation.revision_count,
-        session_id_at_write=observation.session_id, type=observation.type, title=observation.title,
-        content=observation.content, topic_key=observation.topic_key, metadata=observation.metadata,
-        written_at=observation.updated_at, replaced_at=now,
+def _replace(*, user_id: str, match: str, key, values: dict, blocks: int, session_id, now, config: Config,
+             using: str):
+    """Write ``values`` (every field) over the user's live observation matched by ``match``, its
+    current version kept in the history first; it moves to the session that wrote it (Braess
+    #4) and is queued for a new vector. Its new row, or None when none matched."""
+    row = sql.replace_observation(
+        user_id=user_id, match=match, key=key, values=values, blocks=blocks, session_id=session_id, now=now,
+        dedupe_hash=dedupe_hash(type=values["type"], title=values["title"], content=values["content"]), using=using,
     )
-    for name, value in values.items():
-        setattr(observation, name, value)
-    observation.dedupe_hash = dedupe_hash(type=observation.type, title=observation.title, content=observation.content)
-    observation.revision_count += 1
-    observation.redacted_blocks += blocks
-    observation.session_id = session_id
-    observation.updated_at = observation.last_seen_at = now
-    observation.save(using=using, update_fields=[*values, *REPLACED])
-    embedding.requeue(observation, now=now, config=config, using=using)
+    if row is not None:
+        embedding.requeue(row, now=now, config=config, using=using)
+    return row
 
 
 def _saved(observation: Observation, action: str, *, using: str) -> None:
@@ -147,10 +139,10 @@ def observation_save(
         blocks = fields.redacted_blocks
         observation = None
         if values["topic_key"] is not None:
-            observation = _locked_live(Observation.objects.filter(topic_key=values["topic_key"]), user_id, using)
+            observation = _replace(user_id=user_id, match="topic_key", key=values["topic_key"], values=values,
+                                   blocks=blocks, session_id=session_id, now=now, config=config, using=using)
         if observation is not None:
             action = REVISED
-            _replace(observation, values, blocks=blocks, session_id=session_id, now=now, config=config, using=using)
         else:
             observation = sql.count_duplicate(
                 user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
@@ -222,10 +214,11 @@ def observation_update(
                 raise ValidationError(
                     "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
                 )
-        _replace(observation, values, blocks=fields.redacted_blocks, session_id=session_id, now=now, config=config,
-                 using=using)
-        _saved(observation, UPDATED, using=using)
-        return observation_record(observation)
+        merged = {name: values.get(name, getattr(observation, name)) for name in REPLACED_FIELDS}
+        replaced = _replace(user_id=user_id, match="id", key=pk, values=merged, blocks=fields.redacted_blocks,
+                            session_id=session_id, now=now, config=config, using=using)
+        _saved(replaced, UPDATED, using=using)
+        return observation_record(replaced)
 
     return atomic_with_retry(run, using=using)
 

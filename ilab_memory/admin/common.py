@@ -1,0 +1,266 @@
+"""Pieces the session and observation admins share: big-table lists, filters, cells, the audit."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.contenttypes.models import ContentType
+from django.core.paginator import Paginator
+from django.db.models import F, Q
+from django.urls import reverse
+from django.utils.functional import cached_property
+from django.utils.html import format_html
+from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
+
+from ..conf import get_config
+from ..exceptions import ValidationError as MemoryValidationError
+
+AUTO, HUMAN, NONE = "auto", "human", "none"
+_BADGE_LABEL = {
+    AUTO: _("Auto"),
+    HUMAN: _("Human"),
+    NONE: _("none"),
+    "active": _("active"),
+    "completed": _("completed"),
+    "live": _("live"),
+    "deleted": _("deleted"),
+}
+# Log entries are written in batches of this many rows (an erasure can touch thousands).
+AUDIT_BATCH = 500
+
+
+class CappedCountPaginator(Paginator):
+    """Counts at most ``cap`` rows, so a page of a huge table never costs a full ``COUNT(*)``.
+
+    Past the cap the list shows the first ``cap`` matching rows; filters, search and the date
+    hierarchy narrow it down.
+    """
+
+    cap = 10_000
+
+    @cached_property
+    def count(self):
+        # min(rows, cap) depends neither on order nor on annotations; keeping them would sort
+        # the whole table and compute per-row subqueries just to count.
+        return self.object_list.order_by().values("pk")[: self.cap].count()
+
+
+def summary_kind_q(kind: str, prefix: str = "") -> Q:
+    """The rows whose session summary is of ``kind``; ``prefix`` reaches a related session."""
+    auto = Q(**{f"{prefix}is_auto_generated": True})
+    missing = Q(**{f"{prefix}summary__isnull": True}) | Q(**{f"{prefix}summary": ""})
+    if kind == AUTO:
+        return auto
+    if kind == HUMAN:
+        return ~auto & ~missing
+    return ~auto & missing
+
+
+class SummaryKindFilter(admin.SimpleListFilter):
+    title = _("summary kind")
+    parameter_name = "summary_kind"
+    field_prefix = ""
+
+    def lookups(self, request, model_admin):
+        return [(AUTO, _("Auto-generated")), (HUMAN, _("Human")), (NONE, _("No summary"))]
+
+    def queryset(self, request, queryset):
+        if self.value() in (AUTO, HUMAN, NONE):
+            return queryset.filter(summary_kind_q(self.value(), self.field_prefix))
+        return queryset
+
+
+class SessionSummaryKindFilter(SummaryKindFilter):
+    title = _("summary kind of its session")
+    parameter_name = "session_summary_kind"
+    field_prefix = "session__"
+
+
+class DeletedFilter(admin.SimpleListFilter):
+    title = _("state")
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("live", _("Live")), ("deleted", _("Deleted"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "live":
+            return queryset.live()
+        if self.value() == "deleted":
+            return queryset.deleted()
+        return queryset
+
+
+class TypeFilter(admin.SimpleListFilter):
+    """Choices from the settings, not ``SELECT DISTINCT type``, which scans the whole table."""
+
+    title = _("type")
+    parameter_name = "type"
+
+    def lookups(self, request, model_admin):
+        config = get_config()
+        types = list(config.OBSERVATION_TYPES or sorted(set(config.TYPE_WEIGHTS) | {"manual"}))
+        # Any slug is allowed by default, so a type typed into the URL still gets a choice.
+        if self.value() and self.value() not in types:
+            types.append(self.value())
+        return [(slug, slug) for slug in types]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(type=self.value()) if self.value() else queryset
+
+
+class UserIdFilter(admin.SimpleListFilter):
+    """A text box for one exact user_id: an indexed lookup, unlike the free-text search."""
+
+    title = _("user id")
+    parameter_name = "user_id"
+    template = "admin/ilab_memory/user_id_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ()
+
+    def has_output(self):
+        return True
+
+    def choices(self, changelist):
+        others = [
+            (key, value)
+            for key, values in changelist.params.items()
+            if key not in (self.parameter_name, "p")
+            for value in (values if isinstance(values, list) else [values])
+        ]
+        yield {"value": self.value() or "", "others": others, "parameter_name": self.parameter_name}
+
+    def queryset(self, request, queryset):
+        return queryset.filter(user_id=self.value()) if self.value() else queryset
+
+
+# -- Cells: compact, and nothing that reads as an error on a healthy row ------------------------
+
+
+def badge(kind: str):
+    return format_html('<span class="ilab-badge ilab-badge--{}">{}</span>', kind, _BADGE_LABEL[kind])
+
+
+def clip(text: str, chars: int, *, full: str | None = None):
+    """``text`` cut to one line by the stylesheet, the whole of it (or ``full``) on hover."""
+    shown = Truncator(text or "").chars(chars)
+    return format_html('<span class="ilab-clip" title="{}">{}</span>', full or text or "", shown) if shown else "—"
+
+
+def when(moment):
+    """A date and time in two short pieces that wrap, the exact UTC instant on hover."""
+    if moment is None:
+        return "—"
+    return format_html(
+        '<time class="ilab-when" datetime="{}" title="{}"><span>{}</span> <span class="ilab-when__time">{}</span></time>',
+        moment.isoformat(),
+        moment.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        moment.strftime("%Y-%m-%d"),
+        moment.strftime("%H:%M"),
+    )
+
+
+def short_id(pk):
+    return format_html('<code class="ilab-id" title="{}">{}</code>', pk, str(pk)[:8])
+
+
+def times(count: int):
+    """A counter that starts at zero for the reader: 1 revision is "never revised"."""
+    return format_html('<span class="ilab-times">{}×</span>', count) if count else "—"
+
+
+def admin_url(model_admin, model, view: str, *args) -> str:
+    opts = model._meta
+    return reverse(f"{model_admin.admin_site.name}:{opts.app_label}_{opts.model_name}_{view}", args=args)
+
+
+def user_link(model_admin, user_id: str):
+    """The user_id, linked to that user's page in the console."""
+    return format_html(
+        '<a class="ilab-user" href="{}" title="{}">{}</a>',
+        reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id]),
+        user_id,
+        Truncator(user_id).chars(24),
+    )
+
+
+def error_text(exc: MemoryValidationError) -> str:
+    # The service messages name the field, the limit and the size, never the value.
+    return f"{exc.field}: {exc.message}"
+
+
+# -- Audit -------------------------------------------------------------------------------------
+
+
+def audit(request, model, rows, *, flag: int, message: str) -> int:
+    """One admin log entry per (pk, label) of ``rows`` (who, what, when); returns how many.
+
+    Written in batches, so a bulk action on thousands of rows costs a few INSERTs. ``message`` is
+    stored as plain text in the language of the operator who acted.
+    """
+    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
+    entries = [
+        LogEntry(
+            user_id=request.user.pk,
+            content_type_id=content_type.pk,
+            object_id=str(pk),
+            object_repr=str(label)[:200],
+            action_flag=flag,
+            change_message=str(message),
+        )
+        for pk, label in rows
+    ]
+    LogEntry.objects.bulk_create(entries, batch_size=AUDIT_BATCH)
+    return len(entries)
+
+
+def forget_labels(model, pks) -> None:
+    """Earlier log entries of erased rows keep their id, never their text (a title, a summary)."""
+    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
+    pks = [str(pk) for pk in pks]
+    for start in range(0, len(pks), AUDIT_BATCH):
+        LogEntry.objects.filter(content_type=content_type, object_id__in=pks[start : start + AUDIT_BATCH]).update(
+            object_repr=F("object_id")
+        )
+
+
+class ListWithoutLongText(ChangeList):
+    """The changelist query leaves out columns that can hold tens of kilobytes per row."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        # PostgreSQL refuses NUL in text parameters with a DataError (a 500); the admin's own
+        # answer to unusable parameters is a redirect to the plain list.
+        if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+            raise IncorrectLookupParameters
+        queryset = super().get_queryset(request, exclude_parameters)
+        return queryset.defer(*self.model_admin.list_deferred_fields)
+
+
+class ServiceOwnedAdmin(admin.ModelAdmin):
+    """Rows only services create: no add, no hard delete; lists built for big tables."""
+
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facet counts are one more COUNT per filter choice
+    list_per_page = 50
+    list_deferred_fields: tuple[str, ...] = ()
+
+    class Media:
+        css = {"all": ["ilab_memory/admin.css"]}
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_changelist(self, request, **kwargs):
+        return ListWithoutLongText
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "can_view_console": self.has_view_permission(request)}
+        return super().changelist_view(request, extra_context)

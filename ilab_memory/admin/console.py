@@ -1,0 +1,229 @@
+"""The console's own pages: the overview across users, one user's page, export and erasure.
+
+They hang on the session admin's URLs (``admin/ilab_memory/session/overview/``, ``.../user/<id>/``)
+so the app needs no model of its own for them, and they take the session and observation
+permissions. Reads go through the selectors, writes through the services, as everywhere else.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.models import DELETION
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
+from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, path, reverse
+from django.utils import timezone
+from django.utils.translation import gettext, ngettext
+
+from .. import selectors, selectors_admin
+from ..conf import get_config
+from ..exceptions import ValidationError as MemoryValidationError
+from ..models import Observation, Session
+from ..services.data import user_export_json, user_forget
+from ..services.search import observation_search
+from ..validation import clean_user_id
+from .common import admin_url, audit, error_text, forget_labels
+from .charts import bar_rows, day_columns
+
+USER_ROWS = 20
+SEARCH_RESULTS = 20
+DEFAULT_RESOLVER = "ilab_memory.api.identity.user_id_from_request"
+
+
+def urls(model_admin) -> list:
+    wrap = model_admin.admin_site.admin_view
+
+    def view(fn):
+        return wrap(lambda request, **kwargs: fn(model_admin, request, **kwargs))
+
+    return [
+        path("overview/", view(overview_view), name="ilab_memory_overview"),
+        path("user-export/<path:user_id>/", view(user_export_view), name="ilab_memory_user_export"),
+        path("user-forget/<path:user_id>/", view(user_forget_view), name="ilab_memory_user_forget"),
+        path("user/<path:user_id>/", view(user_view), name="ilab_memory_user"),
+    ]
+
+
+def may_view(request) -> bool:
+    return request.user.has_perms(["ilab_memory.view_session", "ilab_memory.view_observation"])
+
+
+def may_forget(request) -> bool:
+    """Erasure removes sessions and observations: it needs both delete permissions."""
+    return request.user.has_perms(["ilab_memory.delete_session", "ilab_memory.delete_observation"])
+
+
+def _context(model_admin, request, title: str, **extra) -> dict:
+    return {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "opts": model_admin.model._meta,
+        "app_label": model_admin.model._meta.app_label,
+        "media": model_admin.media,
+        **extra,
+    }
+
+
+# -- The overview --------------------------------------------------------------------------------
+
+
+def overview_view(model_admin, request):
+    if not may_view(request):
+        raise PermissionDenied
+    config = get_config()
+    now = timezone.now()
+    data = selectors_admin.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS)
+    user_url = lambda user_id: reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id])  # noqa: E731
+    context = _context(
+        model_admin,
+        request,
+        gettext("Memory overview"),
+        data=data,
+        window_days=len(data.days),
+        days_chart=day_columns(data.days),
+        types_chart=bar_rows(data.memories_by_type),
+        users_chart=bar_rows(data.busiest_users, link=user_url),
+        timeout_hours=config.SESSION_TIMEOUT_HOURS,
+        hybrid=config.EMBEDDER is not None,
+        sessions_url=admin_url(model_admin, Session, "changelist"),
+        can_close_expired=model_admin.has_change_permission(request),
+    )
+    return TemplateResponse(request, "admin/ilab_memory/overview.html", context)
+
+
+# -- One user ----------------------------------------------------------------------------------
+
+
+def host_user_url(model_admin, user_id: str) -> str | None:
+    """The admin page of the host's user behind ``user_id``, when the default resolver made it
+    (the user's primary key) and that user exists; None otherwise."""
+    if get_config().USER_ID_RESOLVER != DEFAULT_RESOLVER:
+        return None  # a custom resolver cannot be run backwards
+    user_model = get_user_model()
+    try:
+        pk = user_model._meta.pk.to_python(user_id)
+    except (DjangoValidationError, ValueError, TypeError):
+        return None
+    if not user_model._default_manager.filter(pk=pk).exists():
+        return None
+    opts = user_model._meta
+    try:
+        return reverse(f"{model_admin.admin_site.name}:{opts.app_label}_{opts.model_name}_change", args=[pk])
+    except NoReverseMatch:
+        return None  # the host's user model is not in this admin
+
+
+def _clean_user(user_id: str) -> str:
+    try:
+        return clean_user_id(user_id, limit=get_config().MAX_USER_ID_CHARS)
+    except MemoryValidationError:
+        raise PermissionDenied from None  # not a user_id any row could carry
+
+
+def user_view(model_admin, request, user_id: str):
+    if not may_view(request):
+        raise PermissionDenied
+    user_id = _clean_user(user_id)
+    config = get_config()
+    query = request.GET.get("q", "")
+    results, search_error = None, None
+    if query:
+        try:
+            results = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, config=config)
+        except MemoryValidationError as exc:
+            search_error = error_text(exc)
+    context = _context(
+        model_admin,
+        request,
+        gettext("Memory of %(user_id)s") % {"user_id": user_id},
+        user_id=user_id,
+        stats=selectors.stats(user_id=user_id, config=config),
+        hybrid=config.EMBEDDER is not None,
+        sessions=selectors_admin.user_recent_sessions(user_id=user_id, limit=USER_ROWS),
+        observations=selectors_admin.user_recent_observations(user_id=user_id, limit=USER_ROWS),
+        query=query,
+        results=results,
+        search_error=search_error,
+        host_user_url=host_user_url(model_admin, user_id),
+        sessions_url=f"{admin_url(model_admin, Session, 'changelist')}?user_id={user_id}",
+        observations_url=f"{admin_url(model_admin, Observation, 'changelist')}?user_id={user_id}",
+        can_forget=may_forget(request),
+    )
+    return TemplateResponse(request, "admin/ilab_memory/user.html", context)
+
+
+def user_export_view(model_admin, request, user_id: str):
+    """The user's export document (the same as ``mem_export``), streamed as a download."""
+    if not may_view(request):
+        raise PermissionDenied
+    user_id = _clean_user(user_id)
+    response = StreamingHttpResponse(user_export_json(user_id=user_id), content_type="application/json")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user_id)[:80]
+    response["Content-Disposition"] = f'attachment; filename="ilab-memory-{safe}.json"'
+    return response
+
+
+def user_forget_view(model_admin, request, user_id: str):
+    if not may_forget(request):
+        raise PermissionDenied
+    user_id = _clean_user(user_id)
+    if request.method == "POST" and request.POST.get("confirm_forget") == "yes":
+        forget(model_admin, request, [user_id])
+        return HttpResponseRedirect(admin_url(model_admin, Session, "changelist"))
+    return forget_confirmation(model_admin, request, [user_id], hidden=[])
+
+
+# -- Erasure -------------------------------------------------------------------------------------
+
+
+def forget_confirmation(model_admin, request, user_ids: list[str], *, hidden: list[tuple[str, str]]):
+    context = _context(
+        model_admin,
+        request,
+        ngettext("Erase all data of this user?", "Erase all data of these users?", len(user_ids)),
+        user_ids=user_ids,
+        hidden=hidden,
+    )
+    return TemplateResponse(request, "admin/ilab_memory/forget_confirmation.html", context)
+
+
+def forget(model_admin, request, user_ids: list[str]) -> None:
+    """``user_forget`` for each user, a deletion entry in the admin log for each row it erased.
+
+    The entries name sessions by user and date and observations by id only: an erasure must not
+    leave the user's titles behind in the log, so earlier entries of those rows lose theirs too.
+    """
+    totals = {"sessions": 0, "observations": 0, "revisions": 0}
+    for user_id in user_ids:
+        sessions, observation_ids = selectors_admin.user_rows_for_audit(user_id=user_id)
+        counts = user_forget(user_id=user_id)
+        for name in totals:
+            totals[name] += counts.get(name, 0)
+        message = gettext(
+            "Erased with all data of user %(user_id)s: %(sessions)s, %(observations)s, %(revisions)s."
+        ) % {"user_id": user_id, **_counted(counts)}
+        forget_labels(Session, [pk for pk, _ in sessions])
+        forget_labels(Observation, observation_ids)
+        audit(request, Session, sessions, flag=DELETION, message=message)
+        audit(request, Observation, ((pk, pk) for pk in observation_ids), flag=DELETION, message=message)
+    model_admin.message_user(
+        request,
+        ngettext(
+            "Erased %(users)d user: %(sessions)s, %(observations)s, %(revisions)s.",
+            "Erased %(users)d users: %(sessions)s, %(observations)s, %(revisions)s.",
+            len(user_ids),
+        )
+        % {"users": len(user_ids), **_counted(totals)},
+        messages.SUCCESS,
+    )
+
+
+def _counted(counts: dict) -> dict:
+    sessions, observations, revisions = counts["sessions"], counts["observations"], counts["revisions"]
+    return {
+        "sessions": ngettext("%(n)d session", "%(n)d sessions", sessions) % {"n": sessions},
+        "observations": ngettext("%(n)d observation", "%(n)d observations", observations) % {"n": observations},
+        "revisions": ngettext("%(n)d revision", "%(n)d revisions", revisions) % {"n": revisions},
+    }

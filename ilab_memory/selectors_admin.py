@@ -1,0 +1,153 @@
+"""Reads behind the operator console: the overview across users and one user's page.
+
+Each is one bounded, indexed query, so the overview costs the same at a thousand rows and at
+millions: windows of the last days through the (-started_at) and (-updated_at) indexes, the
+sweep's partial index for expired sessions, the queue's partial index for the embedding backlog,
+and counts capped like the admin's paginator. Nothing here counts a whole table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.db.models import Count, Min, Q
+from django.db.models.functions import TruncDate
+
+from .models import Observation, ObservationVector, Session
+
+WINDOW_DAYS = 30
+# Counts past this read "10,000+": the database stops counting there.
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class Capped:
+    """A count that stopped at ``cap``: ``value`` is exact when ``value < cap``."""
+
+    value: int
+    cap: int
+
+    @property
+    def more(self) -> bool:
+        return self.value >= self.cap
+
+
+@dataclass(frozen=True)
+class DayOfSessions:
+    day: date
+    auto: int
+    human: int
+    none: int
+
+    @property
+    def total(self) -> int:
+        return self.auto + self.human + self.none
+
+
+@dataclass(frozen=True)
+class Overview:
+    since: datetime
+    days: list[DayOfSessions]
+    memories_by_type: list[tuple[str, int]]
+    busiest_users: list[tuple[str, int]]
+    expired_open: Capped
+    oldest_expired_activity: datetime | None
+    embedding_backlog: Capped
+    oldest_queued: datetime | None
+
+
+def capped_count(queryset, cap: int = COUNT_CAP) -> Capped:
+    """``min(rows, cap)`` of ``queryset``, without ordering or annotations."""
+    return Capped(queryset.order_by().values("pk")[:cap].count(), cap)
+
+
+def sessions_per_day(*, since: datetime, days: int) -> list[DayOfSessions]:
+    """Sessions started on each of ``days`` UTC days from ``since``, by summary kind."""
+    rows = (
+        Session.objects.filter(started_at__gte=since, started_at__lt=since + timedelta(days=days))
+        .annotate(day=TruncDate("started_at"))
+        .order_by()
+        .values("day")
+        .annotate(
+            auto=Count("pk", filter=Q(is_auto_generated=True)),
+            human=Count("pk", filter=Q(is_auto_generated=False, summary__isnull=False) & ~Q(summary="")),
+            total=Count("pk"),
+        )
+    )
+    found = {row["day"]: row for row in rows}
+    empty = {"auto": 0, "human": 0, "total": 0}
+    result = []
+    for offset in range(days):
+        day = since.date() + timedelta(days=offset)
+        row = found.get(day, empty)
+        result.append(DayOfSessions(day, row["auto"], row["human"], row["total"] - row["auto"] - row["human"]))
+    return result
+
+
+def memories_by_type(*, since: datetime, limit: int = 12) -> list[tuple[str, int]]:
+    """Live memories written (created, revised, repeated or edited) since ``since``, per type."""
+    rows = (
+        Observation.objects.live()
+        .filter(updated_at__gte=since)
+        .order_by()
+        .values("type")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "type")[:limit]
+    )
+    return [(row["type"], row["n"]) for row in rows]
+
+
+def busiest_users(*, since: datetime, limit: int = 10) -> list[tuple[str, int]]:
+    """The users who wrote the most live memories since ``since``, with how many."""
+    rows = (
+        Observation.objects.live()
+        .filter(updated_at__gte=since)
+        .order_by()
+        .values("user_id")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "user_id")[:limit]
+    )
+    return [(row["user_id"], row["n"]) for row in rows]
+
+
+def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> Overview:
+    """The state of memory across users: the last ``days`` days, open work, the queue."""
+    today = datetime.combine(now.date(), datetime.min.time(), tzinfo=now.tzinfo)
+    since = today - timedelta(days=days - 1)
+    expired = Session.objects.expired(now, timeout_hours)
+    queued = ObservationVector.objects.filter(model_id__isnull=True)
+    return Overview(
+        since=since,
+        days=sessions_per_day(since=since, days=days),
+        memories_by_type=memories_by_type(since=since),
+        busiest_users=busiest_users(since=since),
+        expired_open=capped_count(expired),
+        oldest_expired_activity=expired.order_by().aggregate(at=Min("last_activity_at"))["at"],
+        embedding_backlog=capped_count(queued),
+        oldest_queued=queued.order_by().aggregate(at=Min("queued_at"))["at"],
+    )
+
+
+def user_recent_sessions(*, user_id: str, limit: int):
+    """One user's newest sessions (the (user_id, -started_at) index), summaries cut short."""
+    return list(
+        Session.objects.for_user(user_id).with_observation_count().order_by("-started_at", "-id")[:limit]
+    )
+
+
+def user_recent_observations(*, user_id: str, limit: int):
+    """One user's most recently written live memories (the (user_id, -updated_at) index)."""
+    return list(
+        Observation.objects.for_user(user_id)
+        .live()
+        .only("id", "user_id", "type", "title", "revision_count", "duplicate_count", "updated_at", "session_id")
+        .order_by("-updated_at", "-id")[:limit]
+    )
+
+
+def user_rows_for_audit(*, user_id: str) -> tuple[list, list]:
+    """(session (pk, label) pairs, observation pks) of one user, read before an erasure."""
+    sessions = [(s.pk, str(s)) for s in Session.objects.for_user(user_id).only("id", "user_id", "started_at", "status")]
+    observations = list(Observation.objects.for_user(user_id).order_by().values_list("pk", flat=True))
+    return sessions, observations
