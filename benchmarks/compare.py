@@ -115,6 +115,7 @@ class Trees:
         self.python, self.pycache = args.python, pycache
         self.paths = {"before": str(Path(args.before).resolve()), "after": str(Path(args.after).resolve())}
         self.loader = "before"  # the tree that migrates and loads the shared database
+        self.words_only = args.after_words_only
 
     def env(self, tree: str, meta: dict | None = None, *, site: bool = False) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
@@ -122,6 +123,9 @@ class Trees:
         env["PYTHONPATH"] = self.paths[tree]
         env["PYTHONPYCACHEPREFIX"] = self.pycache  # byte code goes to a folder of ours, not into the trees
         env["ILAB_CMP_TREE"] = tree
+        if self.words_only and tree == "after":
+            env["ILAB_CMP_WORDS_ONLY"] = "after"
+            env["ILAB_MEMORY_EMBEDDER"] = ""  # the demo site's settings: no embedder
         if site and meta is not None:
             env["DJANGO_SETTINGS_MODULE"] = "project.settings"
             env["DJANGO_DEBUG"] = "0"
@@ -737,6 +741,8 @@ def parse_args(argv=None):
                              f"else {DEFAULT_PG_URL})")
     parser.add_argument("--python", default=sys.executable, help="interpreter for both trees (default: this one)")
     parser.add_argument("--wrk", default="wrk", help="the wrk binary (default: wrk on PATH)")
+    parser.add_argument("--after-words-only", action="store_true",
+                        help="run the after tree with EMBEDDER None: the change without the vector queue of hybrid search")
     parser.add_argument("--json", help="write the raw numbers here")
     args = parser.parse_args(argv)
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]

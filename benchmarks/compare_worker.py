@@ -71,8 +71,10 @@ def setup_facade(meta: dict):
     as ``benchmarks/perf_env.py`` does."""
     from ilab_memory import ILabMemory
 
+    # --after-words-only: the after tree without an embedder (the before tree has none to turn off).
+    overrides = {"EMBEDDER": None} if os.environ.get("ILAB_CMP_WORDS_ONLY") == os.environ["ILAB_CMP_TREE"] else {}
     if meta["engine"] == "sqlite":
-        return ILabMemory.from_path(meta["sqlite_path"])
+        return ILabMemory.from_path(meta["sqlite_path"], **overrides)
     import dj_database_url
     import django
     from django.conf import settings
@@ -86,7 +88,7 @@ def setup_facade(meta: dict):
         LOGGING_CONFIG=None,
     )
     django.setup()
-    return ILabMemory()
+    return ILabMemory(**overrides)
 
 
 def versions(engine: str) -> dict:

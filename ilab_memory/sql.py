@@ -183,16 +183,15 @@ def replace_observation(*, user_id: str, match: str, key, values: dict, dedupe_h
     connection = connections[using]
     column = MATCHES[match]
     key = _db(Observation, column, key, connection)
+    at = _db(Observation, "updated_at", now, connection)  # every time column alike: replaced, updated, seen
     with connection.cursor() as cursor:
-        cursor.execute(KEEP_REVISION[connection.vendor].format(match=column),
-                       [_db(ObservationRevision, "replaced_at", now, connection), user_id, key])
+        cursor.execute(KEEP_REVISION[connection.vendor].format(match=column), [at, user_id, key])
         if cursor.rowcount == 0:
             return None
         cursor.execute(REPLACE.format(match=column), [
             values["type"], values["title"], values["content"], values["topic_key"],
             _db(Observation, "metadata", values["metadata"], connection), dedupe_hash, blocks,
-            _db(Observation, "session", session_id, connection), _db(Observation, "updated_at", now, connection),
-            _db(Observation, "last_seen_at", now, connection), user_id, key,
+            _db(Observation, "session", session_id, connection), at, at, user_id, key,
         ])
         rows = fetch_rows(cursor, Observation, OBSERVATION_FIELDS, connection)
     return rows[0]

@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "ilab_memory",
+    "project",  # the demo site's own command, ilab_memory_demo (not in the wheel)
 ]
 
 MIDDLEWARE = [
@@ -103,7 +104,7 @@ ILAB_MEMORY = {
     # The embedder ("default": multilingual-e5-small, or a dotted path) and a worker's lease on
     # a batch, in seconds: the library's defaults unless set (tests/test_tasks.py starts its
     # Celery workers with its own).
-    "EMBEDDER": os.environ.get("ILAB_MEMORY_EMBEDDER", "default"),
+    "EMBEDDER": os.environ.get("ILAB_MEMORY_EMBEDDER", "default") or None,  # set but empty: words only
     "EMBED_LEASE_SECONDS": int(os.environ.get("ILAB_MEMORY_EMBED_LEASE_SECONDS", "300")),
 }
 
