@@ -131,7 +131,8 @@ def user_view(model_admin, request, user_id: str):
     results, search_error = None, None
     if query:
         try:
-            results = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, config=config)
+            found = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, config=config)
+            results = [(result, breakdown(result.score.breakdown)) for result in found]
         except MemoryValidationError as exc:
             search_error = error_text(exc)
     context = _context(
@@ -152,6 +153,21 @@ def user_view(model_admin, request, user_id: str):
         can_forget=may_forget(request),
     )
     return TemplateResponse(request, "admin/ilab_memory/user.html", context)
+
+
+def breakdown(signals: dict) -> list[tuple[str, str]]:
+    """A SearchScore's breakdown as short texts: numbers to three places, nested weights inline."""
+
+    def text(value) -> str:
+        if value is None:
+            return "—"
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        if isinstance(value, dict):
+            return ", ".join(f"{key} {text(item)}" for key, item in value.items())
+        return str(value)
+
+    return [(key, text(value)) for key, value in signals.items()]
 
 
 def user_export_view(model_admin, request, user_id: str):

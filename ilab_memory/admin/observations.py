@@ -54,6 +54,7 @@ class ObservationAdminForm(forms.ModelForm):
             (USER_WRITE, _("A write of the user: it moves to the user's active session, as mem_update does")),
         ],
         initial=CORRECTION,
+        required=False,  # a form that does not send it (a script, an old page) makes a correction
         widget=forms.RadioSelect,
     )
 
@@ -90,7 +91,7 @@ class ObservationAdminForm(forms.ModelForm):
 
 class ObservationAdmin(ServiceOwnedAdmin):
     form = ObservationAdminForm
-    list_display = ("short_title", "type", "user", "session_link", "revised", "repeated", "updated", "state")
+    list_display = ("short_title", "kind", "user", "session_link", "revised", "repeated", "updated", "state")
     list_display_links = ("short_title",)
     list_filter = (UserIdFilter, TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
     list_select_related = ("session",)
@@ -158,6 +159,10 @@ class ObservationAdmin(ServiceOwnedAdmin):
     @admin.display(description=_("Title"), ordering="title")
     def short_title(self, obj):
         return clip(obj.title, 80)
+
+    @admin.display(description=_("Type"), ordering="type")
+    def kind(self, obj):
+        return clip(obj.type, 40)
 
     @admin.display(description=_("User id"), ordering="user_id")
     def user(self, obj):
@@ -238,7 +243,7 @@ class ObservationAdmin(ServiceOwnedAdmin):
     @admin.action(description=_("Soft-delete selected observations"), permissions=["change"])
     def soft_delete_selected(self, request, queryset):
         done = []
-        for observation in queryset.live().only("id", "user_id", "type", "title"):
+        for observation in queryset.live().select_related(None).only("id", "user_id", "type", "title"):
             try:
                 observation_delete(user_id=observation.user_id, observation_id=observation.pk)
                 done.append(observation)
@@ -253,7 +258,7 @@ class ObservationAdmin(ServiceOwnedAdmin):
     @admin.action(description=_("Restore selected observations"), permissions=["change"])
     def restore_selected(self, request, queryset):
         done, refused = [], 0
-        for observation in queryset.deleted().only("id", "user_id", "type", "title"):
+        for observation in queryset.deleted().select_related(None).only("id", "user_id", "type", "title"):
             try:
                 observation_restore(user_id=observation.user_id, observation_id=observation.pk)
                 done.append(observation)

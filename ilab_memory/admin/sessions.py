@@ -31,7 +31,6 @@ from .common import (
     audit,
     badge,
     clip,
-    short_id,
     times,
     user_link,
     when,
@@ -75,16 +74,15 @@ class SessionAdminForm(forms.ModelForm):
 class SessionAdmin(ServiceOwnedAdmin):
     form = SessionAdminForm
     list_display = (
-        "session_ref",
+        "started",
         "user",
         "state",
         "summary_preview",
-        "started",
         "last_activity",
         "ended",
         "observation_count",
     )
-    list_display_links = ("session_ref",)
+    list_display_links = ("started",)
     list_filter = (UserIdFilter, "status", SummaryKindFilter, "started_at", "last_activity_at", "ended_at")
     date_hierarchy = "started_at"
     search_fields = ("user_id__exact", "summary")
@@ -179,19 +177,17 @@ class SessionAdmin(ServiceOwnedAdmin):
 
     # -- cells ------------------------------------------------------------------------------
 
-    @admin.display(description=_("Session"), ordering="started_at")
-    def session_ref(self, obj):
-        return short_id(obj.pk)
-
     @admin.display(description=_("User id"), ordering="user_id")
     def user(self, obj):
         return user_link(self, obj.user_id)
 
     @admin.display(description=_("State"), ordering="status")
     def state(self, obj):
-        if obj.status == "active":
-            return badge("active")
-        return badge(summary_kind(obj))
+        # Completed: its summary kind. Active: that, and a narrative summary it may already hold.
+        kind = summary_kind(obj)
+        if obj.status != "active":
+            return badge(kind)
+        return badge("active") if kind == NONE else format_html("{} {}", badge("active"), badge(kind))
 
     @admin.display(description=_("Summary kind"), ordering="is_auto_generated")
     def summary_badge(self, obj):

@@ -121,7 +121,9 @@ def test_session_list_shows_kind_badges_and_live_observation_counts(admin_client
     body = response.content.decode()
     assert body.count("ilab-badge--auto") == 1
     assert body.count("ilab-badge--human") == 1
-    assert body.count("ilab-badge--none") == 2
+    # The active session shows that it is open, not that it lacks a summary.
+    assert body.count("ilab-badge--none") == 1
+    assert body.count("ilab-badge--active") == 1
     counts = {row.pk: row.observation_count for row in response.context["cl"].result_list}
     # The soft-deleted observation of the active session is not counted.
     assert counts == {mix["auto"].pk: 1, mix["human"].pk: 1, mix["blank"].pk: 1, mix["active"].pk: 1}

@@ -38,7 +38,7 @@ def test_confirmed_forget_action_erases_every_row_of_the_user_only(admin_client,
     assert not ObservationRevision.objects.filter(user_id="alice").exists()
     assert Observation.objects.filter(user_id="bob").count() == 1
     messages = [str(m) for m in response.wsgi_request._messages]
-    assert "Erased 1 user(s): 1 sessions, 1 observations, 1 revisions." in messages
+    assert "Erased 1 user: 1 session, 1 observation, 1 revision." in messages
 
 
 def test_forget_action_needs_both_delete_permissions(client, django_user_model, db):
