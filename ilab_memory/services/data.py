@@ -135,14 +135,21 @@ def user_export(*, user_id: str, config: Config | None = None, using: str = "def
     return {name: document[name] for name in DOCUMENT_FIELDS}
 
 
-def user_export_json(*, user_id: str, config: Config | None = None, using: str = "default") -> Iterator[str]:
-    """The export as JSON text in pieces, one row at a time: for files and streaming responses."""
+def user_export_json(
+    *, user_id: str, config: Config | None = None, using: str = "default", progress=None
+) -> Iterator[str]:
+    """The export as JSON text in pieces, one row at a time: for files and streaming responses.
+
+    ``progress``, if given, is called with 1 for each row written.
+    """
     header, sections = user_export_sections(user_id=user_id, config=config, using=using)
     yield json.dumps(header, ensure_ascii=False)[:-1]
     for name, rows in sections:
         yield f', "{name}": ['
         for index, row in enumerate(rows):
             yield ("" if index == 0 else ", ") + json.dumps(row, ensure_ascii=False)
+            if progress is not None:
+                progress(1)
         yield "]"
     yield "}\n"
 

@@ -179,9 +179,12 @@ def session_end(
 
 
 def sessions_close_expired(
-    *, config: Config | None = None, using: str = "default", batch_size: int = 500
+    *, config: Config | None = None, using: str = "default", batch_size: int = 500, progress=None
 ) -> list[str]:
-    """Auto-close every expired active session; returns their ids. Running it twice is a no-op."""
+    """Auto-close every expired active session; returns their ids. Running it twice is a no-op.
+
+    ``progress``, if given, is called with the number closed so far after each batch.
+    """
     config = config or get_config()
     now = timezone.now()
     closed: list[str] = []
@@ -197,6 +200,8 @@ def sessions_close_expired(
         for session_id in candidate_ids:
             if _close_if_still_expired(session_id, now=now, config=config, using=using):
                 closed.append(str(session_id))
+        if progress is not None:
+            progress(len(closed))
 
 
 def _close_if_still_expired(session_id, *, now: datetime, config: Config, using: str) -> bool:

@@ -1,6 +1,3 @@
-import sys
-import time
-
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
@@ -8,6 +5,8 @@ from ilab_memory.conf import get_config
 from ilab_memory.embeddings import EmbeddingError
 from ilab_memory.models import ObservationVector
 from ilab_memory.services.embedding import embed_waiting, embedder_for, queue_missing
+
+from ._progress import Progress
 
 
 class Command(BaseCommand):
@@ -36,22 +35,12 @@ class Command(BaseCommand):
                 raise CommandError("pgvector is not available on this database (or this role may not create it).")
         queued = queue_missing(config=config, using=using)
         total = ObservationVector.objects.using(using).waiting(embedder.model_id).count()
-        show = options["verbosity"] >= 1 and sys.stderr.isatty()
-        started = time.monotonic()
-
-        def progress(done):
-            if show:
-                rate = done / max(time.monotonic() - started, 1e-9)
-                sys.stderr.write(f"\r{done}/{total} embedded ({rate:.1f}/s)")
-                sys.stderr.flush()
-
         try:
-            stored = embed_waiting(config=config, using=using, batch_size=options["batch_size"], progress=progress)
+            with Progress(self, "Embedding", verbosity=options["verbosity"], total=total, unit="memories") as progress:
+                stored = embed_waiting(config=config, using=using, batch_size=options["batch_size"],
+                                       progress=progress.update)
         except EmbeddingError as error:
             raise CommandError(f"The embedder failed ({error}); what was stored is kept: run the command again.")
-        finally:
-            if show:
-                sys.stderr.write("\n")
         if options["verbosity"] >= 1:
             self.stdout.write(self.style.SUCCESS(
                 f"{stored} memories embedded with {embedder.model_id} ({queued} newly queued)."

@@ -1,13 +1,18 @@
-import sys
+from contextlib import closing
 
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.data import user_export_json
 
+from ._progress import Progress, quiet_broken_pipe
+
 
 class Command(BaseCommand):
-    help = "Write everything one user_id has as versioned JSON (streamed, row by row)."
+    help = (
+        "Write everything one user_id has as versioned JSON (streamed, row by row: memory stays flat). "
+        "Progress on stderr when it is a terminal; a reader that stops early (| head) ends it quietly."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("user_id")
@@ -15,15 +20,23 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="default", help="Database alias to read.")
 
     def handle(self, *args, **options):
+        verbosity = options["verbosity"]
         try:
-            pieces = user_export_json(user_id=options["user_id"], using=options["database"])
-            if options["output"] == "-":
-                for piece in pieces:
-                    self.stdout.write(piece, ending="")
-            else:
-                with open(options["output"], "w", encoding="utf-8") as handle:
-                    for piece in pieces:
-                        handle.write(piece)
-                sys.stderr.write(f"Exported to {options['output']}.\n")
+            with Progress(self, "Exporting", verbosity=verbosity, unit="rows") as progress, closing(
+                user_export_json(user_id=options["user_id"], using=options["database"], progress=progress.advance)
+            ) as pieces:  # closed at once, even by a closed pipe, while the database is still open
+                if options["output"] == "-":
+                    with quiet_broken_pipe():
+                        for piece in pieces:
+                            self.stdout.write(piece, ending="")
+                        self.stdout.flush()
+                else:
+                    with open(options["output"], "w", encoding="utf-8") as handle:
+                        for piece in pieces:
+                            handle.write(piece)
         except ValidationError as error:
             raise CommandError(str(error)) from None
+        except OSError as error:
+            raise CommandError(f"Cannot write {options['output']}: {error.strerror}") from None
+        if options["output"] != "-" and verbosity >= 1:
+            self.stderr.write(f"Exported {progress.done} row(s) to {options['output']}.")

@@ -1,11 +1,18 @@
+import sys
+
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.data import user_forget
 
+from ._progress import Progress
+
 
 class Command(BaseCommand):
-    help = "Erase every row of one user_id (sessions, observations, history, index entries)."
+    help = (
+        "Erase every row of one user_id (sessions, observations, history, index entries). "
+        "One transaction; on a terminal a status line shows it is still working."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("user_id")
@@ -25,17 +32,15 @@ class Command(BaseCommand):
             if answer.strip() != "yes":
                 raise CommandError("Nothing erased.")
         try:
-            counts = user_forget(user_id=user_id, using=options["database"])
+            with Progress(self, "Erasing (one transaction)", verbosity=options["verbosity"]):
+                counts = user_forget(user_id=user_id, using=options["database"])
         except ValidationError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(
-            self.style.SUCCESS(
+        if options["verbosity"] >= 1:
+            self.stdout.write(self.style.SUCCESS(
                 "Erased {sessions} session(s), {observations} observation(s), {revisions} revision(s).".format(**counts)
-            )
-        )
+            ))
 
     @staticmethod
     def stdin_is_tty() -> bool:
-        import sys
-
         return sys.stdin.isatty()

@@ -6,9 +6,14 @@ from django.core.management.base import BaseCommand, CommandError
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.data import user_import
 
+from ._progress import Progress
+
 
 class Command(BaseCommand):
-    help = "Import an export document into one user_id. Idempotent; nothing is written on a bad document."
+    help = (
+        "Import an export document into one user_id. Idempotent; nothing is written on a bad document. "
+        "On a terminal a status line shows the step (reading, checking and writing)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("user_id")
@@ -16,17 +21,20 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="default", help="Database alias to write.")
 
     def handle(self, *args, **options):
-        try:
-            if options["path"] == "-":
-                data = json.load(sys.stdin)
-            else:
-                with open(options["path"], encoding="utf-8") as handle:
-                    data = json.load(handle)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CommandError(f"Cannot read the document: {error}") from None
-        try:
-            counts = user_import(user_id=options["user_id"], data=data, using=options["database"])
-        except ValidationError as error:
-            raise CommandError(f"Nothing imported. {error}") from None
-        for name, value in counts.items():
-            self.stdout.write(f"{name}: {value}")
+        with Progress(self, "Reading the document", verbosity=options["verbosity"]) as progress:
+            try:
+                if options["path"] == "-":
+                    data = json.load(sys.stdin)
+                else:
+                    with open(options["path"], encoding="utf-8") as handle:
+                        data = json.load(handle)
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise CommandError(f"Cannot read the document: {error}") from None
+            progress.phase("Checking and writing (one transaction)")
+            try:
+                counts = user_import(user_id=options["user_id"], data=data, using=options["database"])
+            except ValidationError as error:
+                raise CommandError(f"Nothing imported. {error}") from None
+        if options["verbosity"] >= 1:
+            for name, value in counts.items():
+                self.stdout.write(f"{name}: {value}")

@@ -1,4 +1,8 @@
-"""Idempotent demo data: a few users with open and closed sessions, auto and human summaries."""
+"""Idempotent demo data: a few users with open and closed sessions, auto and human summaries.
+
+Part of the demo site, not of the ilab_memory wheel: it creates an operator/operator superuser,
+which has no place on a production site.
+"""
 
 from datetime import timedelta
 

@@ -1,0 +1,150 @@
+"""The long management commands: a progress line on a terminal, nothing under cron or -v 0, a quiet closed pipe.
+
+The terminal is a real pseudo-terminal (``os.openpty``) handed to the command as its stderr; the
+pipe test runs ``manage.py … | head -c 100`` in a real shell on a database of its own.
+"""
+
+import json
+import os
+import select
+import subprocess
+import sys
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from ilab_memory.models import Session
+from tests.api.test_live_http import site_env  # noqa: F401  (fixture: a database for subprocesses)
+from tests.factories import SessionFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+EMBEDDER = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
+
+
+class Terminal:
+    """A pseudo-terminal: ``stream`` is what the command writes to, ``read()`` what it showed."""
+
+    def __init__(self):
+        master, slave = os.openpty()
+        self.master = master
+        self.stream = os.fdopen(slave, "w", encoding="utf-8")
+        assert self.stream.isatty()
+
+    def read(self) -> str:
+        self.stream.flush()
+        chunks = []
+        while select.select([self.master], [], [], 0.05)[0]:
+            chunks.append(os.read(self.master, 65536))
+        return b"".join(chunks).decode()
+
+    def close(self):
+        self.stream.close()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal():
+    tty = Terminal()
+    yield tty
+    tty.close()
+
+
+@pytest.fixture
+def history(mem, settings, tmp_path):
+    """Two users' memories, an expired session, an export file: something for every command."""
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, **EMBEDDER}
+    for i in range(30):
+        mem.mem_save("alice", f"Note {i}", f"Content of note {i}.", topic_key=f"k{i % 20}")
+    SessionFactory(user_id="bob", last_activity_at=timezone.now() - timedelta(days=3))
+    document = tmp_path / "alice.json"
+    document.write_text(json.dumps(mem.mem_export("alice")))
+    return document
+
+
+def commands(document):
+    """(name, args, options, the label its progress line shows) of each long command."""
+    return [
+        ("ilab_memory_close_expired", [], {}, "Closing expired sessions: 1 closed"),
+        ("ilab_memory_export", ["alice"], {"output": str(document.with_name("out.json"))}, "Exporting: "),
+        ("ilab_memory_forget", ["alice"], {"yes": True}, "Erasing"),
+        ("ilab_memory_import", ["alice", str(document)], {}, "Checking and writing"),
+        ("ilab_memory_rebuild_index", [], {}, "Rebuilding the search index"),
+        ("ilab_memory_embed", [], {}, "Embedding: "),
+    ]
+
+
+def test_each_long_command_shows_progress_on_a_terminal(history, terminal):
+    for name, args, options, label in commands(history):
+        out = StringIO()
+        call_command(name, *args, stdout=out, stderr=terminal.stream, **options)
+        shown = terminal.read()
+        assert "\r\x1b[K" in shown and label in shown, (name, shown)
+        assert shown.endswith("\n"), name  # the line is ended: the next output starts clean
+        # The one-line result still follows (export's on stderr: its stdout may be the document).
+        assert out.getvalue() or "Exported" in shown, name
+
+
+def test_export_progress_counts_every_row(history, terminal):
+    call_command("ilab_memory_export", "alice", output=str(history.with_name("x.json")), stderr=terminal.stream)
+    document = json.loads(history.read_text())
+    rows = sum(len(document[k]) for k in ("sessions", "observations", "revisions"))
+    assert f"Exporting: {rows:,} rows" in terminal.read()
+
+
+def test_long_commands_print_nothing_when_stderr_is_not_a_terminal_except_their_result(history):
+    for name, args, options, _ in commands(history):
+        out, err = StringIO(), StringIO()
+        call_command(name, *args, stdout=out, stderr=err, **options)
+        assert "\r" not in err.getvalue() and "\x1b" not in err.getvalue(), name
+        assert "\r" not in out.getvalue(), name
+
+
+def test_verbosity_zero_prints_nothing_even_on_a_terminal(history, terminal):
+    for name, args, options, _ in commands(history):
+        out = StringIO()
+        call_command(name, *args, verbosity=0, stdout=out, stderr=terminal.stream, **options)
+        assert out.getvalue() == "" and terminal.read() == "", name
+
+
+def test_the_sweep_under_cron_prints_nothing_at_all(site_env):  # noqa: F811
+    """A real process as cron runs it (no terminal, -v 0), system checks included."""
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=site_env, check=True)
+    result = subprocess.run([*manage, "ilab_memory_close_expired", "-v", "0"], cwd=ROOT, env=site_env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0 and (result.stdout, result.stderr) == ("", "")
+
+
+def test_export_into_a_pipe_that_closes_ends_quietly(site_env):  # noqa: F811
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=site_env, check=True)
+    fill = ("from ilab_memory import ILabMemory\nm = ILabMemory(embedder=None)\n"
+            "for i in range(300): m.mem_save('alice', f'Note {i}', 'x' * 2000)")
+    subprocess.run([*manage, "shell", "--no-imports", "-c", fill], cwd=ROOT, env=site_env, check=True)
+    # 600 KB of export into a pipe buffer of 64 KB: the writer is still writing when head exits.
+    script = f"{sys.executable} manage.py ilab_memory_export alice | head -c 100; echo \"status=${{PIPESTATUS[0]}}\" >&2"
+    result = subprocess.run(["bash", "-c", script], cwd=ROOT, env=site_env, capture_output=True)
+    assert len(result.stdout) == 100 and result.stdout.startswith(b'{"format": "ilab_memory.export"')
+    assert result.stderr.decode() == "status=1\n"  # no traceback, no "Exception ignored"
+
+
+def test_export_to_stdout_writes_the_whole_document(history, capsys):
+    call_command("ilab_memory_export", "alice")
+    written, expected = json.loads(capsys.readouterr().out), json.loads(history.read_text())
+    assert {**written, "exported_at": None} == {**expected, "exported_at": None}
+
+
+def test_the_demo_command_belongs_to_the_demo_site_not_the_app():
+    from django.core.management import get_commands
+
+    assert get_commands()["ilab_memory_demo"] == "project"
+    assert not (ROOT / "ilab_memory" / "management" / "commands" / "ilab_memory_demo.py").exists()
+
+
+def test_the_sweep_still_closes_what_expired(history):
+    call_command("ilab_memory_close_expired", verbosity=0)
+    assert Session.objects.get(user_id="bob").status == "completed"
