@@ -75,6 +75,11 @@ def auto_close(session: Session, *, config: Config, using: str) -> None:
     _close(session, ended_at=ended_at, summary=None, blocks=0, reason=EXPIRED, config=config, using=using)
 
 
+def _bump_live(user_id: str, *, now: datetime, config: Config, using: str) -> uuid.UUID | None:
+    live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
+    return sql.bump_live_session(user_id, now=now, live_since=live_since, using=using)
+
+
 def claim_active_session(user_id: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
     """The user's active session, alive until ``now``: (its id, is_new). Inside a transaction.
 
@@ -83,10 +88,14 @@ def claim_active_session(user_id: str, *, now: datetime, config: Config, using: 
     lock: an expired session is auto-closed and a new one opened; none, one is opened; one a
     concurrent writer opened meanwhile is bumped.
     """
-    live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
-    session_id = sql.bump_live_session(user_id, now=now, live_since=live_since, using=using)
+    session_id = _bump_live(user_id, now=now, config=config, using=using)
     if session_id is not None:
         return session_id, False
+    return _claim_locked(user_id, now=now, config=config, using=using)
+
+
+def _claim_locked(user_id: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
+    """``claim_active_session`` once no live session was found: the rest under the user's lock."""
     session = _locked_active_session(user_id, using=using)
     if session is not None and _is_expired(session, now=now, config=config):
         auto_close(session, config=config, using=using)
@@ -104,20 +113,22 @@ def session_start(*, user_id: str, config: Config | None = None, using: str = "d
     """Reuse the user's live session or open one (auto-closing an expired one); return context."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-
-    def run():
-        now = timezone.now()
-        session_id, is_new = claim_active_session(user_id, now=now, config=config, using=using)
-        return SessionStartResponse(
-            session_id=str(session_id),
-            is_new=is_new,
-            sessions_context=selectors.recent_sessions(user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using),
-            memories=selectors.context_memories(
-                user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
-            ),
+    now = timezone.now()
+    # The common case, a live session, needs no transaction: one statement finds it and keeps
+    # it alive, and the reads after it are reads (on SQLite they then take no write lock).
+    session_id, is_new = _bump_live(user_id, now=now, config=config, using=using), False
+    if session_id is None:
+        session_id, is_new = atomic_with_retry(
+            lambda: _claim_locked(user_id, now=now, config=config, using=using), using=using
         )
-
-    return atomic_with_retry(run, using=using)
+    return SessionStartResponse(
+        session_id=str(session_id),
+        is_new=is_new,
+        sessions_context=selectors.recent_sessions(user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using),
+        memories=selectors.context_memories(
+            user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
+        ),
+    )
 
 
 def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | None, int]:
