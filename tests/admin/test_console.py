@@ -1,0 +1,316 @@
+"""The console's own pages (overview, a user's page, export, erasure), the audit trail of every
+admin action, the edit choice, and query counts that do not grow with the tables."""
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.db import connection
+from django.test.utils import CaptureQueriesContext, override_settings
+from django.urls import reverse
+from django.utils import timezone
+
+from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
+from ilab_memory.services.observations import observation_delete, observation_save
+from ilab_memory.services.sessions import session_end, session_start
+from tests.admin.test_admin import OBSERVATIONS, SESSIONS, observation_url, session_url, staff_client
+from tests.factories import ObservationFactory, SessionFactory
+
+OVERVIEW = reverse("admin:ilab_memory_overview")
+WORDS_ONLY = {**settings.ILAB_MEMORY, "EMBEDDER": None}
+
+
+def user_url(user_id, **params):
+    url = reverse("admin:ilab_memory_user", args=[user_id])
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def entries(model, flag=None):
+    rows = LogEntry.objects.filter(content_type__model=model._meta.model_name).order_by("pk")
+    return list(rows.filter(action_flag=flag) if flag else rows)
+
+
+# -- The overview --------------------------------------------------------------------------------
+
+
+@override_settings(ILAB_MEMORY=WORDS_ONLY)
+def test_overview_counts_sessions_per_day_by_kind_types_users_expired_and_backlog(admin_client, db):
+    now = timezone.now()
+    then = now - timedelta(hours=30)  # one day for all three, and idle for longer than the timeout
+    SessionFactory(user_id="ann", completed=True, started_at=then, summary="Memorias registradas: x",
+                   is_auto_generated=True)
+    human = SessionFactory(user_id="ann", completed=True, started_at=then, summary="We talked")
+    SessionFactory(user_id="old", completed=True, started_at=now - timedelta(days=90), summary="too old")
+    SessionFactory(user_id="idle", started_at=then, last_activity_at=then)
+    ObservationFactory.create_batch(3, session=human, type="decision")
+    ObservationFactory(session=human, type="pattern")
+    ObservationFactory(session=human, type="pattern", deleted_at=now)  # deleted: not counted
+    ObservationVector.objects.create(observation=Observation.objects.filter(type="pattern").first(), user_id="ann",
+                                     queued_at=now)
+
+    response = admin_client.get(OVERVIEW)
+    assert response.status_code == 200
+    data = response.context["data"]
+    assert len(data.days) == 30
+    by_day = {day.day: (day.auto, day.human, day.none) for day in data.days if day.total}
+    assert by_day == {then.date(): (1, 1, 1)}
+    assert data.memories_by_type == [("decision", 3), ("pattern", 1)]
+    assert data.busiest_users == [("ann", 4)]
+    assert data.expired_open.value == 1 and not data.expired_open.more
+    assert data.embedding_backlog.value == 1
+    body = response.content.decode()
+    assert body.count('class="ilab-fill--auto"') >= 1 and "ilab-chart--days" in body
+    assert user_url("ann") in body  # the busiest users link to their pages
+
+
+def test_overview_needs_view_permissions(client, django_user_model, db):
+    staff_client(client, django_user_model, "view_session")
+    assert client.get(OVERVIEW).status_code == 403
+
+
+# -- One user's page -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_users(db):
+    alice = observation_save(user_id="alice", title="Editor uses tabs", content="Alice prefers tabs.").observation
+    bob = observation_save(user_id="bob", title="Editor uses spaces", content="Bob prefers spaces.").observation
+    return alice, bob
+
+
+@override_settings(ILAB_MEMORY=WORDS_ONLY)
+def test_user_page_shows_one_users_memory_only(admin_client, two_users):
+    body = admin_client.get(user_url("alice")).content.decode()
+    assert "Editor uses tabs" in body and "Editor uses spaces" not in body
+    response = admin_client.get(user_url("alice", q="editor"))
+    results = [result.title for result, _ in response.context["results"]]
+    assert results == ["Editor uses tabs"]
+    assert "Bob" not in response.content.decode()
+
+
+@override_settings(ILAB_MEMORY=WORDS_ONLY)
+def test_user_page_search_is_mem_search_with_its_score_breakdown(admin_client, mem, two_users):
+    response = admin_client.get(user_url("alice", q="editor tabs"))
+    (result, why), = response.context["results"]
+    expected = mem.mem_search("alice", "editor tabs")[0]
+    assert result == expected
+    assert dict(why)["mode"] == "all" and "engine" in dict(why)
+    body = response.content.decode()
+    assert "ilab-breakdown" in body and "relevance" in body
+
+
+def test_user_page_search_reports_a_bad_query_instead_of_failing(admin_client, two_users):
+    response = admin_client.get(user_url("alice", q="x" * 501))
+    assert response.status_code == 200
+    assert "500" in response.context["search_error"]
+
+
+def test_user_page_links_to_the_host_user_when_the_user_id_is_one(admin_client, django_user_model, db):
+    host = django_user_model.objects.create_user(username="dana")
+    observation_save(user_id=str(host.pk), title="T", content="C")
+    body = admin_client.get(user_url(str(host.pk))).content.decode()
+    assert reverse("admin:auth_user_change", args=[host.pk]) in body
+    observation_save(user_id="not-a-pk", title="T", content="C")
+    assert "Site user" not in admin_client.get(user_url("not-a-pk")).content.decode()
+
+
+def test_lists_link_each_user_id_to_its_page(admin_client, two_users):
+    assert user_url("alice") in admin_client.get(SESSIONS).content.decode()
+    assert user_url("bob") in admin_client.get(OBSERVATIONS).content.decode()
+
+
+def test_user_export_is_that_users_document_only(admin_client, two_users):
+    response = admin_client.get(reverse("admin:ilab_memory_user_export", args=["alice"]))
+    assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
+    document = json.loads(b"".join(response.streaming_content))
+    assert document["user_id"] == "alice"
+    assert [o["title"] for o in document["observations"]] == ["Editor uses tabs"]
+
+
+def test_user_forget_asks_first_then_erases_and_logs_each_row_without_its_text(admin_client, two_users):
+    alice, _ = two_users
+    forget = reverse("admin:ilab_memory_user_forget", args=["alice"])
+    # An earlier edit left an entry holding the title; the erasure must not leave it behind.
+    admin_client.post(observation_url(Observation.objects.get(pk=alice.id)), {
+        "type": "manual", "title": "Editor uses tabs!", "content": "Alice prefers tabs.", "topic_key": "",
+        "metadata": "{}", "edit_kind": "correction",
+    })
+    assert any("Editor uses tabs" in e.object_repr for e in entries(Observation))
+    page = admin_client.get(forget)
+    assert page.status_code == 200 and b"cannot be undone" in page.content
+    assert Observation.objects.filter(user_id="alice").exists()
+
+    response = admin_client.post(forget, {"confirm_forget": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert not Observation.objects.filter(user_id="alice").exists()
+    assert Observation.objects.filter(user_id="bob").count() == 1
+    deletions = entries(Observation, DELETION)
+    assert [e.object_id for e in deletions] == [alice.id]
+    assert all("Editor uses tabs" not in e.object_repr for e in entries(Observation))
+    session_deletions = entries(Session, DELETION)
+    assert len(session_deletions) == 1 and "alice" in session_deletions[0].object_repr
+    assert "1 observation" in session_deletions[0].change_message
+
+
+def test_user_forget_needs_both_delete_permissions(client, django_user_model, two_users):
+    staff_client(client, django_user_model, "view_session", "view_observation", "delete_session")
+    forget = reverse("admin:ilab_memory_user_forget", args=["alice"])
+    assert client.post(forget, {"confirm_forget": "yes"}).status_code == 403
+    assert Observation.objects.filter(user_id="alice").exists()
+
+
+# -- Audit: every action leaves an entry per object ----------------------------------------------
+
+
+def post_action(client, url, action, pks):
+    return client.post(url, {"action": action, ACTION_CHECKBOX_NAME: [str(pk) for pk in pks]}, follow=True)
+
+
+def test_soft_delete_and_restore_log_each_observation_with_the_count(admin_client, db):
+    saved = [observation_save(user_id="dana", title=f"Note {i}", content="c").observation for i in range(3)]
+    post_action(admin_client, OBSERVATIONS, "soft_delete_selected", [o.id for o in saved])
+    logged = entries(Observation, CHANGE)
+    assert sorted(e.object_id for e in logged) == sorted(o.id for o in saved)
+    assert all(e.user.username == "admin" and "3 observations" in e.change_message for e in logged)
+    assert {e.object_repr for e in logged} == {f"[manual] Note {i}" for i in range(3)}
+
+    post_action(admin_client, OBSERVATIONS, "restore_selected", [saved[0].id])
+    restored = entries(Observation, CHANGE)[3:]
+    assert [e.object_id for e in restored] == [saved[0].id] and "Restored" in restored[0].change_message
+    history = admin_client.get(reverse("admin:ilab_memory_observation_history", args=[saved[0].id]))
+    assert "Soft-deleted" in history.content.decode() and "Restored" in history.content.decode()
+
+
+def test_sweep_logs_each_session_it_closed(admin_client, db, clock):
+    stale = [session_start(user_id=f"u{i}").session_id for i in range(2)]
+    clock.shift(timedelta(hours=25))
+    fresh = session_start(user_id="fresh").session_id
+    admin_client.post(reverse("admin:ilab_memory_session_close_expired"))
+    logged = entries(Session, CHANGE)
+    assert sorted(e.object_id for e in logged) == sorted(stale)
+    assert fresh not in {e.object_id for e in logged}
+    assert all("2 sessions" in e.change_message for e in logged)
+
+
+def test_forget_action_logs_a_deletion_per_session_and_observation(admin_client, db):
+    observation_save(user_id="alice", title="A", content="a")
+    session = Session.objects.get(user_id="alice")
+    admin_client.post(SESSIONS, {"action": "forget_users", ACTION_CHECKBOX_NAME: [str(session.pk)],
+                                 "confirm_forget": "yes"})
+    assert [e.object_id for e in entries(Session, DELETION)] == [str(session.pk)]
+    assert len(entries(Observation, DELETION)) == 1
+
+
+# -- The edit choice -----------------------------------------------------------------------------
+
+
+def edit(client, observation, kind, **changes):
+    data = {"type": observation.type, "title": observation.title, "content": observation.content,
+            "topic_key": observation.topic_key or "", "metadata": json.dumps(observation.metadata)}
+    data.update(changes)
+    if kind is not None:
+        data["edit_kind"] = kind
+    return client.post(observation_url(observation), data)
+
+
+@pytest.fixture
+def old_memory(db, clock):
+    saved = observation_save(user_id="dana", title="Deploy notes", content="Use blue/grene.").observation
+    session_end(user_id="dana")
+    clock.shift(timedelta(days=3))
+    session_start(user_id="dana")
+    return Observation.objects.get(pk=saved.id)
+
+
+def test_edit_form_offers_the_choice_with_correction_preselected(admin_client, old_memory):
+    body = admin_client.get(observation_url(old_memory)).content.decode()
+    assert 'name="edit_kind" value="correction"' in body and 'value="user_write"' in body
+    form = admin_client.get(observation_url(old_memory)).context["adminform"].form
+    assert form["edit_kind"].value() == "correction"
+
+
+@pytest.mark.parametrize("kind", ["correction", None])
+def test_a_correction_stays_in_its_session_and_touches_no_session(admin_client, old_memory, kind):
+    sessions_before = {s.pk: s.last_activity_at for s in Session.objects.all()}
+    response = edit(admin_client, old_memory, kind, content="Use blue/green.")
+    assert response.status_code == 302
+    old_memory.refresh_from_db()
+    assert old_memory.content == "Use blue/green." and old_memory.revision_count == 2
+    assert {s.pk: s.last_activity_at for s in Session.objects.all()} == sessions_before
+    assert old_memory.session_id in sessions_before and old_memory.session.status == SessionStatus.COMPLETED
+    (entry,) = entries(Observation, CHANGE)
+    assert "as a correction" in entry.change_message and "Content" in entry.change_message
+
+
+def test_a_write_of_the_user_moves_it_to_the_active_session(admin_client, old_memory):
+    active = Session.objects.get(user_id="dana", status=SessionStatus.ACTIVE)
+    edit(admin_client, old_memory, "user_write", content="Use blue/green.")
+    old_memory.refresh_from_db()
+    assert old_memory.session_id == active.pk
+    assert "write of the user" in entries(Observation, CHANGE)[0].change_message
+
+
+# -- Query counts: the same at 10 rows and at 10,000 ---------------------------------------------
+
+
+def grow(total: int) -> None:
+    """Sessions of ten memories each across ten users over the last 20 days, written in bulk."""
+    now = timezone.now()
+    have = Observation.objects.count()
+    sessions, observations = [], []
+    for n in range(have, total):
+        at = now - timedelta(days=n % 20, minutes=n)
+        if n % 10 == 0 or not sessions:
+            auto = n % 20 == 0
+            sessions.append(Session(
+                user_id=f"user{(n // 10) % 10}", status=SessionStatus.COMPLETED, started_at=at, last_activity_at=at,
+                ended_at=at, summary="Memorias registradas: x" if auto else "Talked", is_auto_generated=auto,
+            ))
+        observations.append(Observation(
+            id=uuid.uuid4(), user_id=sessions[-1].user_id, session=sessions[-1], type=("decision", "pattern")[n % 2],
+            title=f"Note {n}", content=f"Content {n} about the deploy", dedupe_hash=f"{n:064x}", created_at=at,
+            updated_at=at, last_seen_at=at, deleted_at=at if n % 50 == 0 else None,
+        ))
+    Session.objects.bulk_create(sessions, batch_size=500)
+    Observation.objects.bulk_create(observations, batch_size=500)
+    ObservationVector.objects.bulk_create(
+        [ObservationVector(observation=o, user_id=o.user_id, queued_at=now) for o in observations[::7]], batch_size=500
+    )
+
+
+def console_pages():
+    session = Session.objects.filter(user_id="user0").order_by("-started_at").first()
+    observation = Observation.objects.filter(user_id="user0").order_by("-updated_at").first()
+    return [
+        ("sessions", SESSIONS, {}),
+        ("observations", OBSERVATIONS, {}),
+        ("observations of a user", OBSERVATIONS, {"user_id": "user0", "state": "live"}),
+        ("overview", OVERVIEW, {}),
+        ("user page", user_url("user0"), {}),
+        ("user search", user_url("user0"), {"q": "deploy"}),
+        ("session page", session_url(session), {}),
+        ("observation page", observation_url(observation), {}),
+    ]
+
+
+def count_queries(client) -> dict[str, int]:
+    counts = {}
+    for name, url, params in console_pages():
+        client.get(url, params)  # warm up: the first request of a login may refresh its session row
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url, params).status_code == 200, name
+        counts[name] = len(captured.captured_queries)
+    return counts
+
+
+@override_settings(ILAB_MEMORY=WORDS_ONLY)
+def test_every_console_page_makes_as_many_queries_at_10k_rows_as_at_10(admin_client, db):
+    grow(10)
+    small = count_queries(admin_client)
+    grow(10_000)
+    assert Observation.objects.count() == 10_000
+    assert count_queries(admin_client) == small
