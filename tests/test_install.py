@@ -1,0 +1,235 @@
+"""docs/install.md, applied as written to a fresh ``django-admin startproject`` site.
+
+The wheel is built from this tree and installed into a new virtualenv (dependencies from the
+package index); the settings, URLs and commands are the guide's own snippets, read from the page,
+so the page cannot drift from what works. The site runs with ``runserver`` on a free port and is
+called over real HTTP: the API with a token, the admin with a login, the docs page and each asset
+it loads. On PostgreSQL (``DATABASE_URL`` set) the guide's PostgreSQL snippets are used, on a
+database of its own.
+"""
+
+import http.cookiejar
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.api.test_live_http import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "install.md"
+ENGINE = "PostgreSQL" if os.environ.get("DATABASE_URL") else "SQLite"
+PACKAGE_FILES = ("pyproject.toml", "README.md", "ilab_memory")
+
+
+# -- the guide ---------------------------------------------------------------------------
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block of the page."""
+    return re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def python_snippets(text: str, filename: str) -> list[str]:
+    """The Python blocks to append to ``filename``: "# in settings.py, at the end" (any engine)
+    or "… at the end (SQLite)" (only this run's engine), in page order."""
+    snippets = []
+    for language, body in code_blocks(text):
+        first = body.splitlines()[0] if body else ""
+        match = re.fullmatch(rf"# in {re.escape(filename)}, at the end(?: \((\w+)\))?", first)
+        if language == "python" and match and match.group(1) in (None, ENGINE):
+            snippets.append(body)
+    return snippets
+
+
+def guide_command(text: str, pattern: str) -> str:
+    """The one shell line of the page that matches ``pattern``."""
+    lines = [line.strip() for language, body in code_blocks(text) if language in ("sh", "cron")
+             for line in body.splitlines() if re.search(pattern, line)]
+    assert len(lines) == 1, (pattern, lines)
+    return lines[0]
+
+
+def manage_args(line: str) -> list[str]:
+    """``python manage.py migrate`` (or a cron line that runs it) → ``["migrate"]``."""
+    return line.split("manage.py", 1)[1].split("#")[0].split()
+
+
+# -- building, installing, serving -------------------------------------------------------
+
+
+def build_wheel(tmp: Path) -> Path:
+    source = tmp / "source"
+    source.mkdir()
+    for name in PACKAGE_FILES:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(path, source / name)
+    dist = tmp / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
+                    "-w", str(dist), str(source)], check=True, capture_output=True)
+    (wheel,) = dist.glob("ilab_memory-*.whl")
+    return wheel
+
+
+@pytest.fixture
+def database_env(tmp_path):
+    """Environment of the site's processes: nothing for SQLite, a throwaway database on PostgreSQL."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "PYTHONPATH")}
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        yield env
+        return
+    import psycopg
+
+    parsed = urllib.parse.urlsplit(url)
+    name = f"ilab_memory_install_{uuid.uuid4().hex[:12]}"
+    admin_url = urllib.parse.urlunsplit(parsed._replace(scheme="postgresql", path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env.update(PGDATABASE=name, PGUSER=parsed.username or "postgres", PGPASSWORD=parsed.password or "",
+               PGHOST=parsed.hostname or "127.0.0.1", PGPORT=str(parsed.port or 5432))
+    try:
+        yield env
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class Browser:
+    """urllib with cookies: enough for the admin's login form."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def request(self, path, *, data=None, headers=None, method=None):
+        body = None
+        if isinstance(data, dict):
+            body = urllib.parse.urlencode(data).encode()
+        elif data is not None:
+            body = data
+        req = urllib.request.Request(self.base + path, data=body, headers=headers or {}, method=method)
+        try:
+            with self.opener.open(req, timeout=20) as response:
+                return response.status, response.headers, response.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers, error.read().decode(errors="replace")
+
+    def api(self, method, path, token, body=None):
+        status, headers, text = self.request(
+            path, method=method, data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        )
+        assert headers["Content-Type"] == "application/json", (path, text[:300])
+        return status, json.loads(text)
+
+
+def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
+    started = time.monotonic()
+    guide = GUIDE.read_text()
+
+    wheel = build_wheel(tmp_path)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = str(env_dir / "bin" / "python")
+
+    install = guide_command(guide, rf'pip install "ilab-memory\[[a-z,]+\]"\s+# {ENGINE}$')
+    extras = re.search(r"ilab-memory\[([a-z,]+)\]", install).group(1)
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "--find-links", str(wheel.parent), f"{wheel}[{extras}]"], check=True, capture_output=True)
+
+    site = tmp_path / "site"
+    site.mkdir()
+    subprocess.run([python, "-m", "django", "startproject", "mysite", str(site)], check=True)
+    for filename in ("settings.py", "urls.py"):
+        snippets = python_snippets(guide, filename)
+        assert snippets, filename
+        with open(site / "mysite" / filename, "a", encoding="utf-8") as handle:
+            handle.write("\n\n" + "\n\n".join(snippets))
+
+    def manage(*args, check=True):
+        return subprocess.run([python, "manage.py", *args], cwd=site, env=database_env, check=check,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+    manage(*manage_args(guide_command(guide, r"^python manage\.py migrate$")))
+    checked = manage(*manage_args(guide_command(guide, r"^python manage\.py check$")))
+    assert (checked.stdout, checked.stderr) == ("System check identified no issues (0 silenced).\n", "")
+    assert "ilab_memory_demo" not in manage("help").stdout  # the demo's superuser never ships
+
+    sweep = manage(*manage_args(guide_command(guide, r"manage\.py ilab_memory_close_expired")))
+    assert (sweep.stdout, sweep.stderr) == ("", "")  # what cron would mail: nothing
+
+    make_token = manage_args(guide_command(guide, r"^python manage\.py drf_create_token "))
+    username = make_token[-1]
+    assert manage_args(guide_command(guide, r"^python manage\.py createsuperuser$")) == ["createsuperuser"]
+    password = uuid.uuid4().hex
+    subprocess.run([python, "manage.py", "createsuperuser", "--noinput"], cwd=site, check=True, capture_output=True,
+                   env={**database_env, "DJANGO_SUPERUSER_USERNAME": username,
+                        "DJANGO_SUPERUSER_PASSWORD": password, "DJANGO_SUPERUSER_EMAIL": ""})
+    token = re.search(r"Generated token (\w+)", manage(*make_token).stdout).group(1)
+
+    port = free_port()
+    server = subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=site,
+                              env=database_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    browser = Browser(f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(browser.base + "/admin/login/", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the site did not start: {server.stderr.read().decode()[-2000:]}")
+                time.sleep(0.3)
+
+        # The API, with the token.
+        status, started_session = browser.api("POST", "/api/memory/sessions/start/", token, {})
+        assert status == 201 and started_session["is_new"] is True
+        status, saved = browser.api("POST", "/api/memory/observations/", token,
+                                    {"title": "Installed from the guide", "content": "Every snippet applied."})
+        assert status == 201 and saved["action"] == "created"
+        status, found = browser.api("GET", "/api/memory/observations/search/?q=guide", token)
+        assert status == 200 and [r["id"] for r in found] == [saved["observation"]["id"]]
+        status, error = browser.api("POST", "/api/memory/observations", token, {"title": "t", "content": "c"})
+        assert status == 404 and error["code"] == "not_found"
+
+        # The admin, with a login.
+        status, _, page = browser.request("/admin/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        status, _, page = browser.request("/admin/login/?next=/admin/", data={
+            "csrfmiddlewaretoken": csrf, "username": username, "password": password, "next": "/admin/"})
+        assert status == 200 and "Log out" in page
+        status, _, page = browser.request("/admin/ilab_memory/observation/")
+        assert status == 200 and "Installed from the guide" in page
+
+        # The docs page: every asset from this site, none from elsewhere.
+        status, headers, page = browser.request("/api/memory/docs/")
+        assert status == 200 and headers["Content-Type"].startswith("text/html")
+        assert "swagger-ui" in page
+        external = [u for u in re.findall(r"https?://[^\s\"'<>)]+", page) if not u.startswith(browser.base)]
+        assert external == [], external
+        assets = re.findall(r'(?:src|href)="(/[^"]+)"', page)
+        assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets), assets
+        for asset in assets:
+            assert browser.request(asset)[0] == 200, asset
+        status, headers, schema = browser.request("/api/memory/schema/?format=json")
+        assert status == 200 and "/api/memory/sessions/start/" in json.loads(schema)["paths"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print(f"install guide applied and served in {time.monotonic() - started:.1f} s ({ENGINE})")
