@@ -1,9 +1,12 @@
 """The console's own pages (overview, a user's page, export, erasure), the audit trail of every
 admin action, the edit choice, and query counts that do not grow with the tables."""
 
+import gettext
 import json
+import re
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -314,3 +317,42 @@ def test_every_console_page_makes_as_many_queries_at_10k_rows_as_at_10(admin_cli
     grow(10_000)
     assert Observation.objects.count() == 10_000
     assert count_queries(admin_client) == small
+
+
+# -- Translations --------------------------------------------------------------------------------
+
+LOCALE = Path(__file__).resolve().parents[2] / "ilab_memory" / "locale" / "es" / "LC_MESSAGES"
+
+
+@override_settings(LANGUAGE_CODE="es", ILAB_MEMORY=WORDS_ONLY)
+def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_client, db, clock):
+    observation_save(user_id="ana", title="Usa tabuladores", content="Prefiere tabuladores.")
+    clock.shift(timedelta(hours=25))
+    response = admin_client.post(reverse("admin:ilab_memory_session_close_expired"), follow=True)
+    assert "Cerrada 1 sesión caducada." in [str(m) for m in response.context["messages"]]
+    sessions = admin_client.get(SESSIONS).content.decode()
+    assert "Última actividad" in sessions and "Memorias registradas: [manual] Usa tabuladores" in sessions
+    assert "Sesiones iniciadas por día" in admin_client.get(OVERVIEW).content.decode()
+    form = admin_client.get(observation_url(Observation.objects.get())).content.decode()
+    assert "Una corrección" in form and "Clave de tema" in form
+    with override_settings(ILAB_MEMORY={**WORDS_ONLY, "AUTO_SUMMARY_PREFIX": "Memories:"}):
+        observation_save(user_id="ana", title="Otra", content="x")
+        clock.shift(timedelta(hours=25))
+        admin_client.post(reverse("admin:ilab_memory_session_close_expired"))
+    assert Session.objects.filter(summary__startswith="Memories: [manual] Otra").count() == 1
+
+
+def test_every_message_of_the_catalog_is_translated_and_compiled():
+    po = (LOCALE / "django.po").read_text(encoding="utf-8")
+    entries = po.split("\n\n")[1:]
+    assert entries and all('msgstr ""\n' not in e + "\n" and 'msgstr[0] ""' not in e for e in entries)
+    assert "#, fuzzy" not in po
+    with open(LOCALE / "django.mo", "rb") as mo:
+        catalog = gettext.GNUTranslations(mo)
+    for entry in entries:
+        msgid = "".join(re.findall(r'^(?:msgid )?"(.*)"$', entry.split("msgid_plural")[0].split("msgstr")[0], re.M))
+        msgid = msgid.encode().decode("unicode_escape").encode("latin-1").decode("utf-8")
+        if "msgid_plural" in entry:
+            assert catalog.ngettext(msgid, "x", 2) != "x", msgid
+        else:
+            assert catalog.gettext(msgid) != msgid or msgid in {"Auto", "vector"}, msgid
