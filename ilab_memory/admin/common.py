@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -250,7 +252,7 @@ class ServiceOwnedAdmin(admin.ModelAdmin):
     list_deferred_fields: tuple[str, ...] = ()
 
     class Media:
-        css = {"all": ["ilab_memory/admin.css"]}
+        css: ClassVar = {"all": ["ilab_memory/admin.css"]}
 
     def has_add_permission(self, request):
         return False

@@ -10,8 +10,9 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.admin.models import DELETION
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
-from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
@@ -24,8 +25,8 @@ from ..models import Observation, Session
 from ..services.data import user_export_json, user_forget
 from ..services.search import observation_search
 from ..validation import clean_user_id
-from .common import admin_url, audit, error_text, forget_labels
 from .charts import bar_rows, day_columns
+from .common import admin_url, audit, error_text, forget_labels
 
 USER_ROWS = 20
 SEARCH_RESULTS = 20
@@ -75,7 +76,10 @@ def overview_view(model_admin, request):
     config = get_config()
     now = timezone.now()
     data = selectors_admin.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS)
-    user_url = lambda user_id: reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id])  # noqa: E731
+
+    def user_url(user_id):
+        return reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id])
+
     context = _context(
         model_admin,
         request,
@@ -119,7 +123,7 @@ def _clean_user(user_id: str) -> str:
     try:
         return clean_user_id(user_id, limit=get_config().MAX_USER_ID_CHARS)
     except MemoryValidationError:
-        raise PermissionDenied from None  # not a user_id any row could carry
+        raise Http404 from None  # not a user_id any row could carry
 
 
 def user_view(model_admin, request, user_id: str):

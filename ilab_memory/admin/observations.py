@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
-from django.utils.translation import gettext, gettext_lazy as _, ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
-from ..exceptions import ObservationNotFound, ValidationError as MemoryValidationError
+from ..exceptions import ObservationNotFound
+from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, ObservationRevision, Session
 from ..services.observations import observation_delete, observation_restore, observation_update
 from .common import (
@@ -60,8 +64,8 @@ class ObservationAdminForm(forms.ModelForm):
 
     class Meta:
         model = Observation
-        fields = list(EDITABLE_OBSERVATION_FIELDS)
-        labels = {"type": _("Type"), "metadata": _("Metadata")}
+        fields = EDITABLE_OBSERVATION_FIELDS
+        labels: ClassVar = {"type": _("Type"), "metadata": _("Metadata")}
 
     def clean(self):
         cleaned = super().clean()

@@ -13,7 +13,8 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
-from django.utils.translation import gettext, gettext_lazy as _, ngettext
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
@@ -21,6 +22,7 @@ from ..models import Observation, Session
 from ..services.sessions import clean_summary, sessions_close_expired
 from . import console
 from .common import (
+    AUDIT_BATCH,
     AUTO,
     HUMAN,
     NONE,
@@ -55,7 +57,7 @@ class SessionAdminForm(forms.ModelForm):
 
     class Meta:
         model = Session
-        fields = ["summary"]
+        fields = ("summary",)
 
     def clean_summary(self):
         value = self.cleaned_data.get("summary")
@@ -286,15 +288,13 @@ class SessionAdmin(ServiceOwnedAdmin):
         message = ngettext(
             "Closed %(count)d expired session.", "Closed %(count)d expired sessions.", len(closed)
         ) % {"count": len(closed)}
-        sessions = Session.objects.filter(pk__in=closed).only("id", "user_id", "started_at", "status")
-        audit(
-            request,
-            Session,
-            ((s.pk, s) for s in sessions),
-            flag=CHANGE,
-            message=gettext("Auto-closed by the sweep from the admin (%(count)d sessions closed in this run).")
-            % {"count": len(closed)},
-        )
+        note = gettext("Auto-closed by the sweep from the admin (%(count)d sessions closed in this run).") % {
+            "count": len(closed)
+        }
+        for start in range(0, len(closed), AUDIT_BATCH):
+            chunk = Session.objects.filter(pk__in=closed[start : start + AUDIT_BATCH])
+            audit(request, Session, ((s.pk, s) for s in chunk.only("id", "user_id", "started_at", "status")),
+                  flag=CHANGE, message=note)
         self.message_user(request, message, messages.SUCCESS)
         return HttpResponseRedirect(admin_url(self, Session, "changelist"))
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
-from ilab_memory.services.observations import observation_delete, observation_save
+from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start
 from tests.admin.test_admin import OBSERVATIONS, SESSIONS, observation_url, session_url, staff_client
 from tests.factories import ObservationFactory, SessionFactory
@@ -350,7 +350,7 @@ def test_every_message_of_the_catalog_is_translated_and_compiled():
     with open(LOCALE / "django.mo", "rb") as mo:
         catalog = gettext.GNUTranslations(mo)
     for entry in entries:
-        msgid = "".join(re.findall(r'^(?:msgid )?"(.*)"$', entry.split("msgid_plural")[0].split("msgstr")[0], re.M))
+        msgid = "".join(re.findall(r'^(?:msgid )?"(.*)"$', entry.split("msgid_plural")[0].split("msgstr")[0], re.MULTILINE))
         msgid = msgid.encode().decode("unicode_escape").encode("latin-1").decode("utf-8")
         if "msgid_plural" in entry:
             assert catalog.ngettext(msgid, "x", 2) != "x", msgid
