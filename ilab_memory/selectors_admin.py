@@ -85,30 +85,18 @@ def sessions_per_day(*, since: datetime, days: int) -> list[DayOfSessions]:
     return result
 
 
-def memories_by_type(*, since: datetime, limit: int = 12) -> list[tuple[str, int]]:
-    """Live memories written (created, revised, repeated or edited) since ``since``, per type."""
+def written_since(field: str, *, since: datetime, limit: int) -> list[tuple[str, int]]:
+    """Live memories written (created, revised, repeated or edited) since ``since``, counted per
+    ``field`` ("type", "user_id"), most first."""
     rows = (
         Observation.objects.live()
         .filter(updated_at__gte=since)
         .order_by()
-        .values("type")
+        .values(field)
         .annotate(n=Count("pk"))
-        .order_by("-n", "type")[:limit]
+        .order_by("-n", field)[:limit]
     )
-    return [(row["type"], row["n"]) for row in rows]
-
-
-def busiest_users(*, since: datetime, limit: int = 10) -> list[tuple[str, int]]:
-    """The users who wrote the most live memories since ``since``, with how many."""
-    rows = (
-        Observation.objects.live()
-        .filter(updated_at__gte=since)
-        .order_by()
-        .values("user_id")
-        .annotate(n=Count("pk"))
-        .order_by("-n", "user_id")[:limit]
-    )
-    return [(row["user_id"], row["n"]) for row in rows]
+    return [(row[field], row["n"]) for row in rows]
 
 
 def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> Overview:
@@ -120,8 +108,8 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> O
     return Overview(
         since=since,
         days=sessions_per_day(since=since, days=days),
-        memories_by_type=memories_by_type(since=since),
-        busiest_users=busiest_users(since=since),
+        memories_by_type=written_since("type", since=since, limit=12),
+        busiest_users=written_since("user_id", since=since, limit=10),
         expired_open=capped_count(expired),
         oldest_expired_activity=expired.order_by().aggregate(at=Min("last_activity_at"))["at"],
         embedding_backlog=capped_count(queued),
