@@ -218,6 +218,7 @@ def test_operator_finds_auto_closed_sessions_and_opens_one(laptop):
     # The edit says what it is: a correction unless the operator chooses a write of the user.
     assert page.locator("input[name=edit_kind][value=correction]").is_checked()
     assert page.locator("label", has_text="Title").count() >= 1
+    shot(page, "admin-observation-edit")
 
 
 def test_overview_draws_its_charts_and_links_to_users(laptop):
