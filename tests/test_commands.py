@@ -148,3 +148,53 @@ def test_the_demo_command_belongs_to_the_demo_site_not_the_app():
 def test_the_sweep_still_closes_what_expired(history):
     call_command("ilab_memory_close_expired", verbosity=0)
     assert Session.objects.get(user_id="bob").status == "completed"
+
+
+# -- export: streamed, memory flat with the rows, consistent ---------------------------------
+
+
+def _observations(n: int, user_id: str):
+    from ilab_memory.models import Observation
+    from tests.factories import ObservationFactory
+
+    session = SessionFactory(user_id=user_id)
+    Observation.objects.bulk_create(ObservationFactory.build_batch(n, session=session, user_id=user_id), batch_size=1000)
+
+
+def _export_peak_bytes(user_id: str) -> int:
+    import tracemalloc
+
+    from ilab_memory.services.data import user_export_json
+
+    tracemalloc.start()
+    try:
+        for _ in user_export_json(user_id=user_id):
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_export_memory_does_not_grow_with_the_number_of_rows(db):
+    _observations(1_000, "small")
+    _observations(6_000, "large")
+    _export_peak_bytes("small")  # warm: imports, compiled queries
+    growth = _export_peak_bytes("large") - _export_peak_bytes("small")
+    # A per-row structure of even 60 bytes would add 300 kB over 5,000 more rows.
+    assert growth < 300_000, growth
+
+
+def test_an_observation_saved_and_revised_while_the_export_runs_is_left_out_with_its_history(mem):
+    from ilab_memory.services.data import clean_document, user_export_json
+    from ilab_memory.conf import get_config
+
+    mem.mem_save("alice", "Editor", "vim", topic_key="editor")
+    mem.mem_save("alice", "Editor", "emacs", topic_key="editor")
+    pieces = user_export_json(user_id="alice")
+    head = [next(pieces), next(pieces), next(pieces)]  # the header, the section, the first observation
+    mem.mem_save("alice", "Shell", "bash", topic_key="shell")
+    mem.mem_save("alice", "Shell", "zsh", topic_key="shell")  # a revision of a row the export did not read
+    document = json.loads("".join(head + list(pieces)))
+    assert [o["title"] for o in document["observations"]] == ["Editor"]
+    assert [r["content"] for r in document["revisions"]] == ["vim"]
+    clean_document(document, config=get_config())  # import would accept it: every reference resolves

@@ -240,3 +240,17 @@ def test_list_sessions_filters_by_a_valid_status(mem):
 def test_other_bad_arguments_are_validation_errors(mem, method, kwargs):
     with pytest.raises(ValidationError):
         getattr(mem, method)("alice", **kwargs)
+
+
+def test_the_readme_first_script_prints_what_its_comments_say(tmp_path):
+    """The README's first script, run as written: each print matches the comment beside it."""
+    readme = (ROOT / "README.md").read_text()
+    script = re.search(r"## A first script.*?```python\n(.*?)```", readme, flags=re.DOTALL).group(1)
+    result = run_script(script, tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(UUID, lines[0]) and lines[1:4] == ["True", "0", "0"]
+    assert lines[4] == "created"  # what mem_save returns: the action and the stored record
+    assert lines[5] == "Prefers 'Ali' 1"
+    assert lines[6] == "Prefers 'Ali' 1.0"  # found by meaning: no word of the query is in it
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", lines[7]) and lines[8] == "False"

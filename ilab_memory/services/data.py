@@ -13,6 +13,7 @@ cannot smuggle one in.
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from .transactions import atomic_with_retry
 FORMAT = "ilab_memory.export"
 VERSION = 1
 CHUNK = 500  # rows per database round trip; also under SQLite's bound-parameter limit
+SPOOL_BYTES = 1 << 20  # revisions waiting for their section stay in memory up to this, then go to disk
 
 SESSION_FIELDS = (
     "id", "status", "started_at", "last_activity_at", "ended_at", "summary", "is_auto_generated",
@@ -73,56 +75,82 @@ def _session_rows(user_id: str, *, using: str) -> Iterator[dict]:
         }
 
 
-def _observation_rows(user_id: str, *, using: str, seen: set) -> Iterator[dict]:
+def _observation_rows(user_id: str, *, using: str, history: "_History") -> Iterator[dict]:
     rows = (
         Observation.objects.using(using).for_user(user_id).order_by("created_at", "id")
         .values(*OBSERVATION_FIELDS).iterator(chunk_size=CHUNK)
     )
+    chunk = []
     for row in rows:
-        seen.add(row["id"])
+        chunk.append(row["id"])
         yield {
             **row,
             "id": str(row["id"]),
             "session_id": str(row["session_id"]),
             **{name: iso(row[name]) for name in ("created_at", "updated_at", "last_seen_at", "deleted_at")},
         }
+        if len(chunk) == CHUNK:
+            history.add(chunk)
+            chunk = []
+    history.add(chunk)
 
 
-def _revision_rows(user_id: str, *, using: str, observation_ids: set) -> Iterator[dict]:
-    fields = tuple("session_id_at_write" if f == "session_id" else f for f in REVISION_FIELDS)
-    rows = (
-        ObservationRevision.objects.using(using).filter(user_id=user_id)
-        .order_by("observation_id", "revision").values(*fields).iterator(chunk_size=CHUNK)
-    )
-    for row in rows:
-        # An observation hard-deleted after the observations were read: its history went with it.
-        if row["observation_id"] not in observation_ids:
-            continue
-        session_id = row.pop("session_id_at_write")
-        yield {
-            **row,
-            "observation_id": str(row["observation_id"]),
-            "session_id": str(session_id) if session_id else None,
-            "written_at": iso(row["written_at"]),
-            "replaced_at": iso(row["replaced_at"]),
-        }
+class _History:
+    """The revisions of the observations exported so far, read a chunk of observations at a time.
+
+    Read right after the observations they belong to, they can only name observations of the
+    document (one created and revised while the export runs is left out with its history). They
+    wait for their section as JSON lines in a spooled file: in memory up to ``SPOOL_BYTES``, on
+    disk beyond, so the export's memory stays flat however long the history is.
+    """
+
+    def __init__(self, user_id: str, *, using: str):
+        self.user_id, self.using = user_id, using
+        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8")
+
+    def add(self, observation_ids: list) -> None:
+        if not observation_ids:
+            return
+        fields = tuple("session_id_at_write" if f == "session_id" else f for f in REVISION_FIELDS)
+        rows = (
+            ObservationRevision.objects.using(self.using)
+            .filter(user_id=self.user_id, observation_id__in=observation_ids)
+            .order_by("observation_id", "revision").values(*fields)
+        )
+        for row in rows:
+            session_id = row.pop("session_id_at_write")
+            revision = {
+                **row,
+                "observation_id": str(row["observation_id"]),
+                "session_id": str(session_id) if session_id else None,
+                "written_at": iso(row["written_at"]),
+                "replaced_at": iso(row["replaced_at"]),
+            }
+            self.file.write(json.dumps(revision, ensure_ascii=False) + "\n")
+
+    def rows(self) -> Iterator[dict]:
+        with self.file:
+            self.file.seek(0)
+            for line in self.file:
+                yield json.loads(line)
 
 
 def user_export_sections(*, user_id: str, config: Config | None = None, using: str = "default"):
     """The document's header and three lazy row streams, read chunk by chunk.
 
-    Observations are read before their revisions and sessions are read after nothing can point
-    at a session that is missing (sessions are only removed by ``user_forget``), so the document
-    is self-consistent without holding a long transaction open against writers.
+    Observations are read first, each chunk's revisions right after it, and sessions after the
+    observations: nothing can point at a session that is missing (sessions are only removed by
+    ``user_forget``), so the document is self-consistent without holding a long transaction open
+    against writers.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     header = {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(timezone.now())}
-    observation_ids: set = set()
+    history = _History(user_id, using=using)
     return header, [
-        ("observations", _observation_rows(user_id, using=using, seen=observation_ids)),
+        ("observations", _observation_rows(user_id, using=using, history=history)),
         ("sessions", _session_rows(user_id, using=using)),
-        ("revisions", _revision_rows(user_id, using=using, observation_ids=observation_ids)),
+        ("revisions", history.rows()),
     ]
 
 
