@@ -16,6 +16,7 @@ from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 
 from .. import selectors, selectors_admin
@@ -152,8 +153,8 @@ def user_view(model_admin, request, user_id: str):
         results=results,
         search_error=search_error,
         host_user_url=host_user_url(model_admin, user_id),
-        sessions_url=f"{admin_url(model_admin, Session, 'changelist')}?user_id={user_id}",
-        observations_url=f"{admin_url(model_admin, Observation, 'changelist')}?user_id={user_id}",
+        sessions_url=f"{admin_url(model_admin, Session, 'changelist')}?{urlencode({'user_id': user_id})}",
+        observations_url=f"{admin_url(model_admin, Observation, 'changelist')}?{urlencode({'user_id': user_id})}",
         can_forget=may_forget(request),
     )
     return TemplateResponse(request, "admin/ilab_memory/user.html", context)

@@ -121,6 +121,18 @@ def test_user_page_links_to_the_host_user_when_the_user_id_is_one(admin_client, 
     assert "Site user" not in admin_client.get(user_url("not-a-pk")).content.decode()
 
 
+def test_user_page_of_a_user_id_with_slashes_and_query_characters(admin_client, db):
+    observation_save(user_id="team/alice?x=1&y", title="Odd id", content="c")
+    observation_save(user_id="team", title="Other", content="c")
+    response = admin_client.get(user_url("team/alice?x=1&y"))
+    assert response.status_code == 200 and response.context["user_id"] == "team/alice?x=1&y"
+    body = response.content.decode()
+    assert "Odd id" in body and "Other" not in body
+    assert "?user_id=team%2Falice%3Fx%3D1%26y" in body
+    listed = admin_client.get(OBSERVATIONS, {"user_id": "team/alice?x=1&y"})
+    assert [o.title for o in listed.context["cl"].result_list] == ["Odd id"]
+
+
 def test_lists_link_each_user_id_to_its_page(admin_client, two_users):
     assert user_url("alice") in admin_client.get(SESSIONS).content.decode()
     assert user_url("bob") in admin_client.get(OBSERVATIONS).content.decode()
