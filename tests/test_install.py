@@ -233,3 +233,19 @@ def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
         server.terminate()
         server.wait(timeout=10)
     print(f"install guide applied and served in {time.monotonic() - started:.1f} s ({ENGINE})")
+
+
+def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert set(extras) == {"api", "docs", "postgres", "semantic", "celery", "mcp", "all"}
+    assert any(r.startswith("drf-spectacular-sidecar") for r in extras["docs"])  # the docs page without a CDN
+    assert extras["all"] == [f"ilab-memory[{','.join(sorted(set(extras) - {'all'}, key=list(extras).index))}]"]
+    guide = GUIDE.read_text()
+    for name in extras:  # the guide's table lists each one
+        assert re.search(rf"^\| `{name}` \|", guide, flags=re.MULTILINE), name
+    # The classifiers name the Django release the dependency allows, and nothing newer.
+    assert project["dependencies"] == ["Django>=5.2,<5.3"]
+    assert [c for c in project["classifiers"] if c.startswith("Framework :: Django ::")] == ["Framework :: Django :: 5.2"]
