@@ -7,7 +7,8 @@ Loads 1,000,000 observations (HistoryWriter: 100 users of 10,000 memories spread
 sessions of 50), then 2,000 expired sessions still open and 50,000 memories queued for a vector,
 and times ``selectors_admin.overview`` (every query the overview page runs besides Django's own
 session and user lookups) and a user's page reads (``selectors.stats`` and the latest rows of a
-10,000-memory user). Prints the median of 5 warm runs and the time of each query of one run.
+10,000-memory user). Prints the median of 5 warm runs, and the time and the plan (what each
+step scans) of each query of one run.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def timed(fn) -> tuple[float, list[tuple[float, str]]]:
         try:
             return execute(sql, params, many, context)
         finally:
-            queries.append((time.perf_counter() - start, sql))
+            queries.append((time.perf_counter() - start, sql, params))
 
     for _ in range(RUNS):
         queries.clear()
@@ -76,11 +77,25 @@ def timed(fn) -> tuple[float, list[tuple[float, str]]]:
     return statistics.median(times), list(queries)
 
 
+def plan(sql: str, params) -> list[str]:
+    """The database's plan of one statement: which table or index each step reads."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("EXPLAIN " + sql, params)
+            return [row[0] for row in cursor.fetchall() if "Scan" in row[0]]
+        cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+        return [row[-1] for row in cursor.fetchall()]
+
+
 def report(label: str, fn) -> None:
     median, queries = timed(fn)
     print(f"{label}: {median * 1000:.1f} ms median of {RUNS}, {len(queries)} queries")
-    for seconds, sql in queries:
+    for seconds, sql, params in queries:
         print(f"    {seconds * 1000:7.1f} ms  {sql[:150]}")
+        for step in plan(sql, params):
+            print(f"                 {step.strip()}")
 
 
 def main(argv=None) -> int:

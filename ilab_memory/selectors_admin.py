@@ -57,9 +57,11 @@ class Overview:
     oldest_queued: datetime | None
 
 
-def capped_count(queryset, cap: int = COUNT_CAP) -> Capped:
-    """``min(rows, cap)`` of ``queryset``, without ordering or annotations."""
-    return Capped(queryset.order_by().values("pk")[:cap].count(), cap)
+def capped_count(queryset, *, along: str, cap: int = COUNT_CAP) -> Capped:
+    """``min(rows, cap)`` of ``queryset``, read in the order of ``along``: the column of the
+    partial index meant to serve it (SQLite otherwise counted the queue through a covering
+    index of the whole vector table)."""
+    return Capped(queryset.order_by(along).values("pk")[:cap].count(), cap)
 
 
 def sessions_per_day(*, since: datetime, days: int) -> list[DayOfSessions]:
@@ -110,9 +112,9 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> O
         days=sessions_per_day(since=since, days=days),
         memories_by_type=written_since("type", since=since, limit=12),
         busiest_users=written_since("user_id", since=since, limit=10),
-        expired_open=capped_count(expired),
+        expired_open=capped_count(expired, along="last_activity_at"),
         oldest_expired_activity=expired.order_by().aggregate(at=Min("last_activity_at"))["at"],
-        embedding_backlog=capped_count(queued),
+        embedding_backlog=capped_count(queued, along="queued_at"),
         oldest_queued=queued.order_by().aggregate(at=Min("queued_at"))["at"],
     )
 
