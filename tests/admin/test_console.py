@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
+from ilab_memory import selectors_admin
 from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
 from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start
@@ -68,6 +69,25 @@ def test_overview_counts_sessions_per_day_by_kind_types_users_expired_and_backlo
     body = response.content.decode()
     assert body.count('class="ilab-fill--auto"') >= 1 and "ilab-chart--days" in body
     assert user_url("ann") in body  # the busiest users link to their pages
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="reads SQLite's query plans")
+def test_overview_reads_every_table_through_an_index(db):
+    """No step of the overview's plan walks a whole table (SQLite: a SCAN without an index)."""
+    grow(2_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the plans a database with statistics chooses
+    with CaptureQueriesContext(connection) as captured:
+        selectors_admin.overview(now=timezone.now(), timeout_hours=24)
+    steps = []
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+            steps += [row[-1] for row in cursor.fetchall()]
+    # A SEARCH reads a range of an index; a SCAN reads all of a table or index. The only one
+    # allowed is the queue's partial index, which holds only queued rows and is read to a LIMIT.
+    walks = [s for s in steps if s.startswith("SCAN ilab_memory_") and not s.endswith("ilab_mem_vec_pending")]
+    assert steps and not walks, steps
 
 
 def test_overview_needs_view_permissions(client, django_user_model, db):
