@@ -395,3 +395,22 @@ def test_forget_leaves_no_search_index_entry(mem):
         if connection.vendor == "sqlite":
             cursor.execute("SELECT COUNT(*) FROM ilab_memory_search WHERE ilab_memory_search MATCH 'alice'")
             assert cursor.fetchone() == (0,)
+
+
+def test_forget_leaves_no_title_in_the_admin_log(mem):
+    """Whichever face erases, the host's admin log keeps the erased rows' entries by id only."""
+    from django.contrib.admin.models import CHANGE, LogEntry
+    from django.contrib.auth import get_user_model
+    from django.contrib.contenttypes.models import ContentType
+
+    operator = get_user_model().objects.create_user("operator-for-log")
+    mine = mem.mem_save("alice", "Alice's secret garden", "roses").observation
+    other = mem.mem_save("bob", "Bob's shed", "tools").observation
+    for observation in (mine, other):
+        LogEntry.objects.create(
+            user=operator, content_type=ContentType.objects.get_for_model(Observation), object_id=observation.id,
+            object_repr=observation.title, action_flag=CHANGE, change_message="edited",
+        )
+    mem.mem_forget_user("alice")
+    assert LogEntry.objects.get(object_id=mine.id).object_repr == mine.id
+    assert LogEntry.objects.get(object_id=other.id).object_repr == "Bob's shed"

@@ -10,7 +10,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.contenttypes.models import ContentType
 from django.core.paginator import Paginator
-from django.db.models import F, Q
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
@@ -218,16 +218,6 @@ def audit(request, model, rows, *, flag: int, message: str) -> int:
     ]
     LogEntry.objects.bulk_create(entries, batch_size=AUDIT_BATCH)
     return len(entries)
-
-
-def forget_labels(model, pks) -> None:
-    """Earlier log entries of erased rows keep their id, never their text (a title, a summary)."""
-    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    pks = [str(pk) for pk in pks]
-    for start in range(0, len(pks), AUDIT_BATCH):
-        LogEntry.objects.filter(content_type=content_type, object_id__in=pks[start : start + AUDIT_BATCH]).update(
-            object_repr=F("object_id")
-        )
 
 
 class ListWithoutLongText(ChangeList):

@@ -27,7 +27,7 @@ from ..services.data import user_export_json, user_forget
 from ..services.search import observation_search
 from ..validation import clean_user_id
 from .charts import bar_rows, day_columns
-from .common import admin_url, audit, error_text, forget_labels
+from .common import admin_url, audit, error_text
 
 USER_ROWS = 20
 SEARCH_RESULTS = 20
@@ -214,7 +214,8 @@ def forget(model_admin, request, user_ids: list[str]) -> None:
     """``user_forget`` for each user, a deletion entry in the admin log for each row it erased.
 
     The entries name sessions by user and date and observations by id only: an erasure must not
-    leave the user's titles behind in the log, so earlier entries of those rows lose theirs too.
+    leave the user's titles behind in the log (``user_forget`` makes earlier entries of those rows
+    lose theirs too, whichever face erased them).
     """
     totals = {"sessions": 0, "observations": 0, "revisions": 0}
     for user_id in user_ids:
@@ -225,8 +226,6 @@ def forget(model_admin, request, user_ids: list[str]) -> None:
         message = gettext(
             "Erased with all data of user %(user_id)s: %(sessions)s, %(observations)s, %(revisions)s."
         ) % {"user_id": user_id, **_counted(counts)}
-        forget_labels(Session, [pk for pk, _ in sessions])
-        forget_labels(Observation, observation_ids)
         audit(request, Session, sessions, flag=DELETION, message=message)
         audit(request, Observation, ((pk, pk) for pk in observation_ids), flag=DELETION, message=message)
     model_admin.message_user(

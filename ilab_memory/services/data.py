@@ -512,6 +512,30 @@ def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, us
 # -- erasure -----------------------------------------------------------------------------
 
 
+ADMIN_LOG_BATCH = 500
+
+
+def _forget_admin_log_labels(model, pks) -> None:
+    """The host's admin log keeps entries of erased rows by id only: ``object_repr`` (a title,
+    a summary) becomes the id. Nothing when ``django.contrib.admin`` is not installed."""
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.admin"):
+        return
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+    from django.db.models import F
+
+    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
+    batch: list[str] = []
+    for pk in [*pks, None]:
+        if pk is not None:
+            batch.append(str(pk))
+        if batch and (pk is None or len(batch) == ADMIN_LOG_BATCH):
+            LogEntry.objects.filter(content_type=content_type, object_id__in=batch).update(object_repr=F("object_id"))
+            batch = []
+
+
 def user_forget(*, user_id: str, config: Config | None = None, using: str = "default") -> dict[str, int]:
     """Erase every row of ``user_id`` (sessions, observations, revisions, index entries) in one
     transaction; returns how many of each were deleted. Raises ValidationError for a bad user_id."""
@@ -524,7 +548,13 @@ def user_forget(*, user_id: str, config: Config | None = None, using: str = "def
         # A writer on the fast path holds its session's row lock instead (sql.bump_live_session): lock
         # every session row, so one in flight commits first (the deletes below then see its
         # rows) and the next one waits, then finds no session and opens one after the erasure.
-        list(Session.objects.using(using).select_for_update().for_user(user_id).values_list("pk", flat=True))
+        session_ids = list(
+            Session.objects.using(using).select_for_update().for_user(user_id).values_list("pk", flat=True)
+        )
+        _forget_admin_log_labels(Session, session_ids)
+        _forget_admin_log_labels(
+            Observation, Observation.objects.using(using).for_user(user_id).values_list("pk", flat=True).iterator()
+        )
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
         revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
