@@ -75,7 +75,7 @@ def run_phase(args) -> None:
     if args.phase == "http":
         from . import perf_http
 
-        payload["notes"] = [perf_http.NOTE]
+        payload["notes"] = [perf_http.note()]
         payload["results"] = perf_http.run(scratch, seconds=args.http_seconds)
         payload["versions"] = {}
     else:

@@ -1,13 +1,20 @@
-"""The HTTP API under a few concurrent clients: gunicorn on 127.0.0.1, a threaded load generator.
+"""The HTTP API under load: gunicorn on 127.0.0.1 driven by ``wrk``, next to the bare DRF floor.
 
-The demo site (``project.settings``, DEBUG off) serves a new database with one account and
-token per client, each with 1,000 observations. The load generator is this module: one thread
-per client, each with its own ``http.client`` connection and token, sending one request after
-another for a fixed time (capped in count), per endpoint in turn. Throughput is completed
-requests per second of wall time; latency is per request, as the client sees it. Clients and
-server share the machine's CPUs, so the numbers include the load generator's own cost.
+The demo site (``project.settings``, DEBUG off) serves a new database with 16 accounts and
+tokens, each with 1,000 observations, from 2 gunicorn sync workers. The same workers also serve
+the framework's floor (``benchmarks.perf_http_floor``: a bare DRF ``APIView`` with the site's
+token authentication and ``IsAuthenticated`` answering ``{"ok": true}``, and one that reads a
+small JSON body, unique per request). ``wrk`` (one thread, written in C, so the load generator
+costs the server little CPU) sends each endpoint's requests over 4 and then 16 keep-alive
+connections for a fixed time, going round the accounts request by request. Each endpoint's
+``ratio`` is its throughput over the floor's of the same method and connection count, measured
+right before it (the machine is shared: a busy moment then slows both). Latencies
+(p50, p99) are wrk's, per request; ``cpu_per_request`` is the gunicorn processes' CPU time
+(from /proc) over the requests served.
 
-The site runs with its defaults, EMBEDDER "default" in inline mode: saves queue their vector
+``ILAB_MEMORY_EMBEDDER= python -m benchmarks.perf --phases http`` runs it words-only (no
+vectors, no query embedding: what the faces themselves cost). Otherwise the site runs with its
+defaults, EMBEDDER "default" in inline mode: saves queue their vector
 rows and searches embed the query and look up the user's vectors. The histories are written
 with their vectors (random unit vectors under the model's id, as in perf_hybrid), and before
 the search endpoints the rows the timed saves queued get theirs the same way (untimed): the
@@ -29,14 +36,20 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from .perf_timing import Sample, step
+from .perf_timing import step
 
-NOTE = ("demo site defaults (EMBEDDER 'default', inline): searches are hybrid over memories that all have "
-        "vectors (random unit vectors, written untimed), saves queue vector rows")
+
+
+def note() -> str:
+    if os.environ.get("ILAB_MEMORY_EMBEDDER", "default") == "":
+        return "ILAB_MEMORY_EMBEDDER='': words-only search, saves queue no vector rows (the faces' own cost)"
+    return ("demo site defaults (EMBEDDER 'default', inline): searches are hybrid over memories that all have "
+            "vectors (random unit vectors, written untimed), saves queue vector rows")
+
 ROOT = Path(__file__).resolve().parent.parent
-CLIENTS = 4
+ACCOUNTS = 16
+CONNECTIONS = (4, 16)
 WORKERS = 2
-MAX_REQUESTS = 5_000  # per endpoint, across clients
 PREFIX = "/api/memory"
 
 
@@ -113,43 +126,9 @@ def fill_vectors() -> int:
     return len(waiting)
 
 
-class Client(threading.Thread):
-    """Sends ``request(i)`` again and again until the deadline or the shared cap."""
-
-    def __init__(self, port: int, token: str, request, *, deadline: float, budget: "Budget"):
-        super().__init__(daemon=True)
-        self.port, self.token, self.request = port, token, request
-        self.deadline, self.budget = deadline, budget
-        self.latencies: list[float] = []
-        self.errors = 0
-        self.statuses: dict[int, int] = {}
-
-    def run(self) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        i = 0
-        while time.monotonic() < self.deadline and self.budget.take():
-            method, path, body = self.request(i)
-            headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-            started = time.perf_counter()
-            try:
-                connection.request(method, PREFIX + path, body=body, headers=headers)
-                response = connection.getresponse()
-                response.read()
-                status = response.status
-            except (OSError, http.client.HTTPException):
-                connection.close()
-                status = 0
-            self.latencies.append(time.perf_counter() - started)
-            self.statuses[status] = self.statuses.get(status, 0) + 1
-            if not 200 <= status < 300:
-                self.errors += 1
-            i += 1
-        connection.close()
-
-
 class Budget:
+    """A shared cap on requests across client threads (benchmarks.perf_mcp's generator)."""
+
     def __init__(self, total: int):
         self.left, self.lock = total, threading.Lock()
 
@@ -161,75 +140,130 @@ class Budget:
             return True
 
 
-def load(port: int, accounts: list[dict], endpoint: str, make_request, *, seconds: float) -> dict:
-    budget = Budget(MAX_REQUESTS)
-    started = time.monotonic()
-    clients = [
-        Client(port, account["token"], make_request(k, account), deadline=started + seconds, budget=budget)
-        for k, account in enumerate(accounts)
-    ]
-    for client in clients:
-        client.start()
-    for client in clients:
-        client.join()
-    elapsed = time.monotonic() - started
-    latencies = [t for c in clients for t in c.latencies]
-    sample = Sample.of(latencies)
-    statuses: dict[str, int] = {}
-    for client in clients:
-        for code, n in client.statuses.items():
-            statuses[str(code)] = statuses.get(str(code), 0) + n
-    result = {"endpoint": endpoint, "clients": len(clients), "requests": len(latencies),
-              "errors": sum(c.errors for c in clients), "statuses": statuses,
-              "throughput": len(latencies) / elapsed, "p50": sample.p50, "p95": sample.p95}
-    step(f"{endpoint:<26} {result['requests']:>6} requests  {result['throughput']:6.0f} req/s  "
-         f"p50 {sample.p50:7.2f} ms  p95 {sample.p95:7.2f} ms  statuses {statuses}")
-    return result
+WRK_SCRIPT = r"""
+-- args: method, body template ("" for none; formatted with the run's tag, the account, the
+-- request number, the account, the request number), the run's tag, then pairs of path and token,
+-- one pair per account. Requests go round the accounts; bodies are unique per request and run.
+function init(args)
+  method, template, tag = args[1], args[2], args[3]
+  paths, tokens = {}, {}
+  for k = 4, #args, 2 do paths[#paths + 1] = args[k]; tokens[#tokens + 1] = args[k + 1] end
+  n = 0
+end
+
+function request()
+  n = n + 1
+  local k = (n % #paths) + 1
+  local headers = {["Authorization"] = "Token " .. tokens[k], ["Accept"] = "application/json"}
+  local body = nil
+  if template ~= "" then
+    headers["Content-Type"] = "application/json"
+    body = string.format(template, tag, k, n, k, n)
+  end
+  return wrk.format(method, paths[k], headers, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('\nWRKJSON {"requests": %d, "duration_us": %d, "errors": %d, "status_errors": %d, ' ..
+    '"p50_us": %d, "p99_us": %d, "max_us": %d}\n', summary.requests, summary.duration,
+    e.connect + e.read + e.write + e.timeout + e.status, e.status, latency:percentile(50),
+    latency:percentile(99), latency.max))
+end
+"""
+
+SAVE_BODY = '{"title": "http %s %d %d", "content": "client %d wrote note %d about the service"}'
+FLOOR_BODY = '{"title": "floor %s %d %d", "content": "client %d wrote note %d about the service"}'
 
 
 def scenarios():
-    def start(k, account):
-        return lambda i: ("POST", "/sessions/start/", "{}")
+    """(name, method, body template or "", path of an account): the floor first, then ours.
 
-    def save(k, account):
-        return lambda i: ("POST", "/observations/",
-                          json.dumps({"title": f"http {k} {i}", "content": f"client {k} wrote note {i} about the service"}))
-
-    def search_rare(k, account):
-        return lambda i: ("GET", f"/observations/search/?q={quote(account['rare'])}", None)
-
-    def search_common(k, account):
-        return lambda i: ("GET", "/observations/search/?q=service", None)
-
-    def context(k, account):
-        return lambda i: ("GET", "/context/", None)
-
-    return (("POST sessions/start/", start), ("POST observations/", save),
-            ("GET search (rare term)", search_rare), ("GET search (common term)", search_common),
-            ("GET context/", context))
+    Saving comes before the searches: the rows it adds are given vectors (untimed) before them.
+    """
+    return (
+        ("floor GET (bare DRF)", "GET", "", lambda a: "/floor/ok/"),
+        ("floor POST body (bare DRF)", "POST", FLOOR_BODY, lambda a: "/floor/body/"),
+        ("POST sessions/start/", "POST", "{}", lambda a: PREFIX + "/sessions/start/"),
+        ("POST observations/", "POST", SAVE_BODY, lambda a: PREFIX + "/observations/"),
+        ("GET search (rare term)", "GET", "", lambda a: f"{PREFIX}/observations/search/?q={quote(a['rare'])}"),
+        ("GET search (common term)", "GET", "", lambda a: PREFIX + "/observations/search/?q=service"),
+        ("GET context/", "GET", "", lambda a: PREFIX + "/context/"),
+        ("GET observations/?page_size=10", "GET", "", lambda a: PREFIX + "/observations/?page_size=10"),
+    )
 
 
-def run(scratch, *, seconds: float) -> list[dict]:
+FLOORS = {"GET": "floor GET (bare DRF)", "POST": "floor POST body (bare DRF)"}
+
+
+def workers_cpu(server: subprocess.Popen) -> float:
+    """CPU seconds (user + system) used so far by gunicorn's master and workers, from /proc."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        if int(entry.name) == server.pid or int(fields[1]) == server.pid:
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def load(server, port: int, accounts: list[dict], scenario, *, connections: int, seconds: float,
+         warm_up: bool = False) -> dict:
+    """One wrk run of ``scenario`` at ``connections`` connections (one wrk thread)."""
+    name, method, body, path_of = scenario
+    pairs = [value for account in accounts for value in (path_of(account), account["token"])]
+    script = Path(os.environ.get("TMPDIR", "/tmp")) / f"ilab_perf_http_{os.getpid()}.lua"
+    script.write_text(WRK_SCRIPT)
+    cpu = workers_cpu(server)
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s", "-s", str(script),
+         f"http://127.0.0.1:{port}", "--", method, body, f"{connections}-{time.monotonic_ns()}", *pairs],
+        capture_output=True, text=True, check=True,
+    )
+    cpu = workers_cpu(server) - cpu
+    line = next(line for line in out.stdout.splitlines() if line.startswith("WRKJSON "))
+    raw = json.loads(line[len("WRKJSON "):])
+    requests = raw["requests"]
+    result = {"endpoint": name, "method": method, "connections": connections, "requests": requests,
+              "errors": raw["errors"], "throughput": requests / (raw["duration_us"] / 1e6),
+              "p50": raw["p50_us"] / 1000, "p99": raw["p99_us"] / 1000, "max": raw["max_us"] / 1000,
+              "cpu_per_request": cpu * 1000 / requests if requests else None}
+    if warm_up:
+        return result
+    step(f"{name:<32} c={connections:<3} {requests:>6} requests  {result['throughput']:6.0f} req/s  "
+         f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f} ms/req  "
+         f"errors {raw['errors']}")
+    return result
+
+
+def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
     env = scratch.env()
     env["DJANGO_DEBUG"] = "0"
     env["DJANGO_SETTINGS_MODULE"] = "project.settings"
     prepared = subprocess.run(
-        [sys.executable, "-m", "benchmarks.perf_http", "prepare", str(CLIENTS)],
+        [sys.executable, "-m", "benchmarks.perf_http", "prepare", str(ACCOUNTS)],
         cwd=ROOT, env=env, check=True, stdout=subprocess.PIPE, text=True,
     )
     accounts = json.loads(prepared.stdout.strip().splitlines()[-1])
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "gunicorn", "benchmarks.perf_http_floor:application", "--bind", f"127.0.0.1:{port}",
          "--workers", str(WORKERS), "--log-level", "warning"],
         cwd=ROOT, env=env,
     )
     try:
         _wait_until_serving(port, accounts[0]["token"])
-        step(f"gunicorn: {WORKERS} sync workers on 127.0.0.1:{port}; {CLIENTS} client threads, "
-             f"{seconds:g}s or {MAX_REQUESTS} requests per endpoint")
+        step(f"gunicorn: {WORKERS} sync workers on 127.0.0.1:{port}; wrk, 1 thread, {'/'.join(map(str, connections))} "
+             f"connections, {seconds:g}s per endpoint, requests round {len(accounts)} accounts")
+        floors = {scenario[1]: scenario for scenario in scenarios() if scenario[0] in FLOORS.values()}
         results = []
-        for name, make in scenarios():
+        for scenario in scenarios():
+            name, method = scenario[0], scenario[1]
             if name.startswith("GET search") and not any(r["endpoint"].startswith("GET search") for r in results):
                 filled = subprocess.run(
                     [sys.executable, "-m", "benchmarks.perf_http", "vectors"],
@@ -237,7 +271,17 @@ def run(scratch, *, seconds: float) -> list[dict]:
                 )
                 step(f"untimed: {filled.stdout.strip().splitlines()[-1]} rows the saves queued given random "
                      "vectors (the embedded steady state)")
-            results.append(load(port, accounts, name, make, seconds=seconds))
+            load(server, port, accounts, scenario, connections=connections[0], seconds=1, warm_up=True)
+            for n in connections:
+                if name in FLOORS.values():
+                    results.append(load(server, port, accounts, scenario, connections=n, seconds=seconds))
+                    continue
+                # The floor of the same method right before: a busy moment of the shared machine
+                # then slows both, and the ratio holds.
+                floor = load(server, port, accounts, floors[method], connections=n, seconds=seconds)
+                result = load(server, port, accounts, scenario, connections=n, seconds=seconds)
+                result.update(floor=floor["throughput"], ratio=result["throughput"] / floor["throughput"])
+                results.append(result)
         return results
     finally:
         server.terminate()

@@ -143,13 +143,16 @@ def render(report: dict) -> str:
                 f"### http ({vendor})",
                 "",
                 *(notes + [""] if notes else []),
-                "| endpoint | clients | requests | errors | req/s | p50 ms | p95 ms |",
-                "|---|---:|---:|---:|---:|---:|---:|",
+                "| endpoint | connections | requests | errors | req/s | ÷ bare DRF | p50 ms | p99 ms | p99 ÷ p50 "
+                "| worker CPU ms/req |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for r in payload["results"]:
+                ratio = f"{r['ratio']:.2f}" if r.get("ratio") is not None else "–"
+                cpu = f"{r['cpu_per_request']:.2f}" if r.get("cpu_per_request") is not None else "–"
                 lines.append(
-                    f"| {r['endpoint']} | {r['clients']} | {r['requests']} | {r['errors']} | {r['throughput']:.0f} "
-                    f"| {_ms(r['p50'])} | {_ms(r['p95'])} |"
+                    f"| {r['endpoint']} | {r['connections']} | {r['requests']} | {r['errors']} | {r['throughput']:.0f} "
+                    f"| {ratio} | {_ms(r['p50'])} | {_ms(r['p99'])} | {r['p99'] / r['p50']:.1f} | {cpu} |"
                 )
         lines.append("")
     return "\n".join(lines)

@@ -1,17 +1,22 @@
-"""Shapes in and out. Inputs check types only; limits and invariants belong to the services.
+"""Shapes in and out, as the schema documents them.
 
-Outputs are plain serializers over the frozen values of ``ilab_memory.types``, so every answer
-is exactly what the facade returns, and the schema documents it.
+Input serializers declare what each endpoint accepts; the views check a body's shape against
+them (``body_fields``: an object, known fields, required ones present) and leave the values to
+the services, where every rule lives. Output serializers describe the frozen values of
+``ilab_memory.types``; the views build those bodies with ``responses.py``, which is checked
+against them.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
+from rest_framework.settings import api_settings
 
 from ..services.privacy import shown_key
 from ..types import ContextScore, SearchScore
@@ -36,20 +41,52 @@ class StrictCharField(serializers.CharField):
 
 
 class StrictInputSerializer(serializers.Serializer):
-    """An input shape that refuses fields it does not know (a typo is a 400, never silently dropped)."""
+    """An input shape that refuses fields it does not know (a typo is a 400, never silently dropped).
 
-    default_error_messages = {"unknown_field": _("Is not a field of this endpoint; it accepts: {accepted}.")}
+    The views check a body against it with ``body_fields``; the serializer itself documents the
+    body (schema, OPTIONS).
+    """
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
-            unknown = [key for key in data if key not in self.fields]
-            if unknown:
-                accepted = ", ".join(self.fields) or "no fields"
-                message = self.error_messages["unknown_field"].format(accepted=accepted)
-                raise serializers.ValidationError(
-                    {shown_key(key): [ErrorDetail(message, code="unknown_field")] for key in unknown}
-                )
+            refuse_unknown_fields(data, tuple(self.fields))
         return super().to_internal_value(data)
+
+
+UNKNOWN_FIELD = _("Is not a field of this endpoint; it accepts: {accepted}.")
+
+
+def refuse_unknown_fields(data: Mapping, accepted: tuple[str, ...]) -> None:
+    """400 naming every key of ``data`` not in ``accepted`` (a key holding a private block as ``?``)."""
+    unknown = [key for key in data if key not in accepted]
+    if unknown:
+        message = UNKNOWN_FIELD.format(accepted=", ".join(accepted) or "no fields")
+        raise serializers.ValidationError(
+            {shown_key(key): [ErrorDetail(message, code="unknown_field")] for key in unknown}
+        )
+
+
+@functools.cache
+def _declared(serializer_class) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The field names ``serializer_class`` accepts, and those of them that are required."""
+    fields = serializer_class().fields
+    return tuple(fields), tuple(name for name, field in fields.items() if field.required)
+
+
+def body_fields(serializer_class, data) -> dict:
+    """``data`` as a dict, if it is a JSON object that sends only fields of ``serializer_class``
+    and every required one; a 400 in DRF's words otherwise. The values are not looked at: the
+    services check them, for every face."""
+    if not isinstance(data, Mapping):
+        message = serializers.Serializer.default_error_messages["invalid"].format(datatype=type(data).__name__)
+        raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail(message, code="invalid")]})
+    accepted, required = _declared(serializer_class)
+    refuse_unknown_fields(data, accepted)
+    missing = [name for name in required if name not in data]
+    if missing:
+        message = serializers.Field.default_error_messages["required"]
+        raise serializers.ValidationError({name: [ErrorDetail(message, code="required")] for name in missing})
+    return dict(data)
 
 
 class ActingUserSerializer(StrictInputSerializer):

@@ -31,6 +31,7 @@ from ..services import search as search_services
 from ..services import data as data_services
 from ..services import sessions as session_services
 from ..validation import clean_user_id
+from . import responses
 from . import serializers as s
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
@@ -74,13 +75,19 @@ class MemoryAPIMixin(AppErrorMixin):
         return self.input_serializers.get(getattr(self, "action_map", {}).get(method, method))
 
     def validated_body(self) -> dict:
-        """The request body checked by this endpoint's input serializer; 400 when malformed."""
-        return self.validated(self.input_serializer_class(self.request.method))
+        """The request body's fields, after the checks only the face can make (400 otherwise): a
+        JSON object, no field this endpoint does not accept, every required one present.
+
+        The values reach the service as sent: it checks them (types, blanks, limits, private
+        blocks), once, for every face.
+        """
+        return s.body_fields(self.input_serializer_class(self.request.method), self.request.data)
 
     def acting_user_id(self, body: dict | None = None) -> str:
         """The caller's user_id, or the one it names in the body or the query (403 if not allowed)."""
         if body is not None and "user_id" in body:
-            requested = body["user_id"]
+            # The face reads this value itself (whom the call acts for), so it checks it here.
+            requested = clean_user_id(body["user_id"], limit=get_config().MAX_USER_ID_CHARS)
         else:
             requested = self.request.query_params.get("user_id")
         user_id = acting_user_id(self.request, requested)
@@ -132,12 +139,13 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        items = [types.session_record(session, session.observation_count) for session in page]
-        return self.get_paginated_response(s.SessionRecordSerializer(items, many=True).data)
+        return self.get_paginated_response(
+            [responses.session_record(types.session_record(session, session.observation_count)) for session in page]
+        )
 
     def retrieve(self, request, pk=None):
         record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk)
-        return Response(s.SessionRecordSerializer(record).data)
+        return Response(responses.session_record(record))
 
     @extend_schema(
         summary=_("Start or reuse the caller's session (call it whenever the user shows up)"),
@@ -153,7 +161,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
         body = self.validated_body()
         result = session_services.session_start(user_id=self.acting_user_id(body))
         code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
-        return Response(s.SessionStartSerializer(result).data, status=code)
+        return Response(responses.session_start(result), status=code)
 
     @extend_schema(
         summary=_("Store a narrative summary on the active session without closing it"),
@@ -164,7 +172,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def summary(self, request):
         body = self.validated_body()
         record = session_services.session_summary(user_id=self.acting_user_id(body), summary=body["summary"])
-        return Response(s.SessionRecordSerializer(record).data)
+        return Response(responses.session_record(record))
 
     @extend_schema(
         summary=_("Close the active session now"),
@@ -179,7 +187,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def end(self, request):
         body = self.validated_body()
         record = session_services.session_end(user_id=self.acting_user_id(body), summary=body.get("summary"))
-        return Response(s.SessionRecordSerializer(record).data)
+        return Response(responses.session_record(record))
 
 
 # ---------------------------------------------------------------------------------- observations
@@ -237,32 +245,28 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         preview_chars = get_config().PREVIEW_CHARS
         rows = selectors.with_content_head(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
         page = self.paginate_queryset(rows)
-        items = [types.observation_compact(row, preview_chars=preview_chars) for row in page]
-        return self.get_paginated_response(s.ObservationCompactSerializer(items, many=True).data)
+        return self.get_paginated_response(
+            [responses.observation_compact(types.observation_compact(row, preview_chars=preview_chars)) for row in page]
+        )
 
     def create(self, request):
         body = self.validated_body()
-        result = observation_services.observation_save(
-            user_id=self.acting_user_id(body),
-            title=body["title"],
-            content=body["content"],
-            type=body["type"],
-            topic_key=body["topic_key"],
-            metadata=body["metadata"],
-        )
+        user_id = self.acting_user_id(body)
+        body.pop("user_id", None)
+        result = observation_services.observation_save(user_id=user_id, **body)
         code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
-        return Response(s.SaveResultSerializer(result).data, status=code)
+        return Response(responses.save_result(result), status=code)
 
     def retrieve(self, request, pk=None):
         observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk)
-        return Response(s.ObservationRecordSerializer(types.observation_record(observation)).data)
+        return Response(responses.observation_record(types.observation_record(observation)))
 
     def partial_update(self, request, pk=None):
-        body = dict(self.validated_body())
+        body = self.validated_body()
         user_id = self.acting_user_id(body)
         body.pop("user_id", None)
         record = observation_services.observation_update(user_id=user_id, observation_id=pk, **body)
-        return Response(s.ObservationRecordSerializer(record).data)
+        return Response(responses.observation_record(record))
 
     def destroy(self, request, pk=None):
         query = self.validated(s.DeleteQuerySerializer, request.query_params)
@@ -280,7 +284,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         timeline = selectors.observation_timeline(
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
         )
-        return Response(s.TimelineSerializer(timeline).data)
+        return Response(responses.timeline(timeline))
 
     @extend_schema(
         summary=_("Full-text search over the caller's live observations, best first"),
@@ -293,7 +297,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit")
         )
-        return Response(s.ObservationCompactSerializer(results, many=True).data)
+        return Response(responses.compacts(results))
 
 
 # --------------------------------------------------------------------------------------- context
@@ -313,7 +317,7 @@ class ContextView(MemoryAPIMixin, APIView):
         memories = selectors.context_memories(
             user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), config=config
         )
-        return Response(s.ObservationCompactSerializer(memories, many=True).data)
+        return Response(responses.compacts(memories))
 
 
 # ------------------------------------------------------------------------------------------ data

@@ -1,7 +1,7 @@
 """The tools' results, in the HTTP API's JSON shapes, and the JSON Schemas that describe them.
 
-Results are rendered by the API's own serializers (``ilab_memory.api.serializers``), so a tool
-answers exactly what the matching endpoint answers. Their output schemas are derived from the
+Results are built by the API's own response builders (``ilab_memory.api.responses``, checked
+against its serializers), so a tool answers exactly what the matching endpoint answers. Their output schemas are derived from the
 same serializer fields, so they cannot drift apart; the SDK's client validates every structured
 result against them.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework import serializers as drf
 
+from ..api import responses
 from ..api import serializers as s
 
 # Shapes with no serializer in the API (it answers ``GET stats`` nowhere and ``DELETE`` with 204).
@@ -105,28 +106,13 @@ def listing_schema(key: str, item_serializer: drf.BaseSerializer) -> dict[str, A
 # ------------------------------------------------------------------------------------- renderers
 
 
-def session_start(result) -> dict[str, Any]:
-    return dict(s.SessionStartSerializer(result).data)
-
-
-def session_record(record) -> dict[str, Any]:
-    return dict(s.SessionRecordSerializer(record).data)
-
-
-def save_result(result) -> dict[str, Any]:
-    return dict(s.SaveResultSerializer(result).data)
-
-
-def observation_record(record) -> dict[str, Any]:
-    return dict(s.ObservationRecordSerializer(record).data)
-
-
-def compacts(items) -> list[dict[str, Any]]:
-    return list(s.ObservationCompactSerializer(items, many=True).data)
-
-
-def timeline(result) -> dict[str, Any]:
-    return dict(s.TimelineSerializer(result).data)
+# The API's own response builders: a tool answers exactly what the matching endpoint answers.
+session_start = responses.session_start
+session_record = responses.session_record
+save_result = responses.save_result
+observation_record = responses.observation_record
+compacts = responses.compacts
+timeline = responses.timeline
 
 
 def plain(value) -> dict[str, Any]:
