@@ -174,6 +174,9 @@ class Observation(models.Model):
             models.Index(fields=["session", "created_at", "id"], name="ilab_mem_obs_session_created"),
             # The admin's default list order across all users.
             models.Index(fields=["-updated_at", "-id"], name="ilab_mem_obs_updated"),
+            # A user's soft-deleted observations (stats, the admin's "deleted" filter): only
+            # deleted rows are in it, so live writes never touch it.
+            models.Index(fields=["user_id"], condition=Q(deleted_at__isnull=False), name="ilab_mem_obs_user_deleted"),
         ]
 
     def __str__(self):

@@ -135,10 +135,8 @@ def stats(*, user_id: str, config: Config | None = None, using: str = "default")
         human=Count("id", filter=Q(summary__isnull=False, is_auto_generated=False)),
     )
     observations = Observation.objects.using(using).for_user(user_id)
-    observation_counts = observations.aggregate(
-        live=Count("id", filter=Q(deleted_at__isnull=True)),
-        deleted=Count("id", filter=Q(deleted_at__isnull=False)),
-    )
+    # Two counts, each through its partial index (one aggregate over both would read every row).
+    observation_counts = {"live": observations.live().count(), "deleted": observations.deleted().count()}
     by_type = {
         row["type"]: row["n"]
         for row in observations.live().values("type").annotate(n=Count("id")).order_by("type")
