@@ -374,6 +374,13 @@ def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_c
     assert Session.objects.filter(summary__startswith="Memories: [manual] Otra").count() == 1
 
 
+def test_the_demo_site_follows_the_browsers_language(admin_client, db):
+    """The demo site's LocaleMiddleware: Accept-Language picks English or Spanish per request."""
+    assert "Sesiones iniciadas por día" in admin_client.get(OVERVIEW, HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    english = admin_client.get(OVERVIEW, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Sesiones iniciadas por día" not in english
+
+
 def test_every_message_of_the_catalog_is_translated_and_compiled():
     po = (LOCALE / "django.po").read_text(encoding="utf-8")
     entries = po.split("\n\n")[1:]
