@@ -10,7 +10,8 @@ connections for a fixed time, going round the accounts request by request. Each 
 ``ratio`` is its throughput over the floor's of the same method and connection count, measured
 right before it (the machine is shared: a busy moment then slows both). Latencies
 (p50, p99) are wrk's, per request; ``cpu_per_request`` is the gunicorn processes' CPU time
-(from /proc) over the requests served.
+(from /proc) over the requests served, ``db_cpu_per_request`` that of the PostgreSQL server's
+processes (which serve anyone else using that server too).
 
 ``ILAB_MEMORY_EMBEDDER= python -m benchmarks.perf --phases http`` runs it words-only (no
 vectors, no query embedding: what the faces themselves cost). Otherwise the site runs with its
@@ -196,9 +197,10 @@ def scenarios():
 FLOORS = {"GET": "floor GET (bare DRF)", "POST": "floor POST body (bare DRF)"}
 
 
-def workers_cpu(server: subprocess.Popen) -> float:
-    """CPU seconds (user + system) used so far by gunicorn's master and workers, from /proc."""
-    ticks = 0
+def cpu_seconds(server: subprocess.Popen) -> tuple[float, float]:
+    """CPU seconds (user + system) used so far by gunicorn's master and workers, and by every
+    PostgreSQL server process (shared with anything else using that server), from /proc."""
+    ticks = [0, 0]
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -206,10 +208,14 @@ def workers_cpu(server: subprocess.Popen) -> float:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
+        command = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        used = int(fields[11]) + int(fields[12])  # utime, stime
         if int(entry.name) == server.pid or int(fields[1]) == server.pid:
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+            ticks[0] += used
+        elif command == "postgres":
+            ticks[1] += used
+    return ticks[0] / os.sysconf("SC_CLK_TCK"), ticks[1] / os.sysconf("SC_CLK_TCK")
 
 
 def load(server, port: int, accounts: list[dict], scenario, *, connections: int, seconds: float,
@@ -219,24 +225,27 @@ def load(server, port: int, accounts: list[dict], scenario, *, connections: int,
     pairs = [value for account in accounts for value in (path_of(account), account["token"])]
     script = Path(os.environ.get("TMPDIR", "/tmp")) / f"ilab_perf_http_{os.getpid()}.lua"
     script.write_text(WRK_SCRIPT)
-    cpu = workers_cpu(server)
+    cpu, db_cpu = cpu_seconds(server)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "10s", "-s", str(script),
          f"http://127.0.0.1:{port}", "--", method, body, f"{connections}-{time.monotonic_ns()}", *pairs],
         capture_output=True, text=True, check=True,
     )
-    cpu = workers_cpu(server) - cpu
+    cpu_after, db_cpu_after = cpu_seconds(server)
+    cpu, db_cpu = cpu_after - cpu, db_cpu_after - db_cpu
     line = next(line for line in out.stdout.splitlines() if line.startswith("WRKJSON "))
     raw = json.loads(line[len("WRKJSON "):])
     requests = raw["requests"]
     result = {"endpoint": name, "method": method, "connections": connections, "requests": requests,
               "errors": raw["errors"], "throughput": requests / (raw["duration_us"] / 1e6),
               "p50": raw["p50_us"] / 1000, "p99": raw["p99_us"] / 1000, "max": raw["max_us"] / 1000,
-              "cpu_per_request": cpu * 1000 / requests if requests else None}
+              "cpu_per_request": cpu * 1000 / requests if requests else None,
+              "db_cpu_per_request": db_cpu * 1000 / requests if requests and db_cpu else None}
     if warm_up:
         return result
     step(f"{name:<32} c={connections:<3} {requests:>6} requests  {result['throughput']:6.0f} req/s  "
-         f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f} ms/req  "
+         f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f} "
+         f"(+ db {result['db_cpu_per_request'] or 0:5.2f}) ms/req  "
          f"errors {raw['errors']}")
     return result
 

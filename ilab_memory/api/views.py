@@ -57,6 +57,14 @@ class MemoryAPIMixin(AppErrorMixin):
     # ``validated_body`` checks and what an OPTIONS request describes.
     input_serializers: dict = {}
 
+    def filter_queryset(self, queryset):
+        # django-filter builds a form class and validates a form on every request; a query that
+        # names none of the filters has nothing for it to do.
+        filterset_class = getattr(self, "filterset_class", None)
+        if filterset_class is not None and not any(name in self.request.query_params for name in filterset_class.base_filters):
+            return queryset
+        return super().filter_queryset(queryset)
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         limit = max_body_bytes()
