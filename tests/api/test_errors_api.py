@@ -157,3 +157,32 @@ def test_a_json_array_body_reports_a_non_field_error(as_alice):
     response = post_raw(as_alice, "sessions/summary/", "[]")
     assert response.status_code == 400
     assert list(response.json()["errors"]) == ["non_field_errors"]
+
+
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("observations/", {"title": 5, "content": "c"}, "title"),
+        ("observations/", {"title": "t", "content": None}, "content"),
+        ("sessions/summary/", {"summary": ["s"]}, "summary"),
+        ("sessions/start/", {"user_id": None}, "user_id"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_in_the_services_words(as_alice, path, body, field):
+    from ilab_memory.exceptions import ValidationError
+    from ilab_memory.validation import check_text
+
+    response = post_raw(as_alice, path, json.dumps(body))
+    with pytest.raises(ValidationError) as refused:
+        check_text(field, body[field])
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_type"
+    assert response.json()["errors"] == {field: [refused.value.message]}
+    assert not Observation.objects.exists()
+
+
+def test_a_missing_required_field_is_named_before_any_value_is_looked_at(as_alice):
+    response = post_raw(as_alice, "observations/", json.dumps({"title": 5}))
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+    assert response.json()["errors"] == {"content": ["This field is required."]}
