@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.test_live_http import free_port
+from tests.scratch_databases import scratch_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "install.md"
@@ -93,20 +94,11 @@ def database_env(tmp_path):
     if not url:
         yield env
         return
-    import psycopg
-
-    parsed = urllib.parse.urlsplit(url)
-    name = f"ilab_memory_install_{uuid.uuid4().hex[:12]}"
-    admin_url = urllib.parse.urlunsplit(parsed._replace(scheme="postgresql", path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env.update(PGDATABASE=name, PGUSER=parsed.username or "postgres", PGPASSWORD=parsed.password or "",
-               PGHOST=parsed.hostname or "127.0.0.1", PGPORT=str(parsed.port or 5432))
-    try:
+    with scratch_postgres(url, prefix="ilab_memory_install") as database:
+        env.update(PGDATABASE=database.path.lstrip("/"), PGUSER=database.username or "postgres",
+                   PGPASSWORD=database.password or "", PGHOST=database.hostname or "127.0.0.1",
+                   PGPORT=str(database.port or 5432))
         yield env
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class Browser:

@@ -13,10 +13,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.scratch_databases import scratch_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKE_ACCOUNT = (
@@ -40,19 +41,9 @@ def site_env(tmp_path):
         env["ILAB_MEMORY_DEMO_DB"] = str(tmp_path / "live.sqlite3")
         yield env
         return
-    import psycopg
-
-    parsed = urllib.parse.urlsplit(url)
-    name = f"ilab_memory_live_{uuid.uuid4().hex[:12]}"
-    admin_url = urllib.parse.urlunsplit(parsed._replace(scheme="postgresql", path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env["DATABASE_URL"] = urllib.parse.urlunsplit(parsed._replace(path=f"/{name}"))
-    try:
+    with scratch_postgres(url, prefix="ilab_memory_live") as database:
+        env["DATABASE_URL"] = urllib.parse.urlunsplit(database)
         yield env
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
