@@ -71,11 +71,9 @@ class MemoryAPIMixin(AppErrorMixin):
         if limit is not None and _content_length(request) > limit:
             raise PayloadTooLarge(limit)
 
-    def validated(self, serializer_class, data=None) -> dict:
-        """The request body (or ``data``) checked by ``serializer_class``; 400 when malformed."""
-        serializer = serializer_class(data=self.request.data if data is None else data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+    def validated_query(self, serializer_class) -> dict:
+        """The query parameters checked by ``serializer_class``; 400 when malformed."""
+        return s.query_values(serializer_class, self.request.query_params)
 
     def input_serializer_class(self, method: str):
         """The serializer of the body a ``method`` request to this route sends, or None."""
@@ -277,7 +275,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return Response(responses.observation_record(record))
 
     def destroy(self, request, pk=None):
-        query = self.validated(s.DeleteQuerySerializer, request.query_params)
+        query = self.validated_query(s.DeleteQuerySerializer)
         observation_services.observation_delete(user_id=self.acting_user_id(), observation_id=pk, hard=query["hard"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -288,7 +286,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def timeline(self, request, pk=None):
-        query = self.validated(s.TimelineQuerySerializer, request.query_params)
+        query = self.validated_query(s.TimelineQuerySerializer)
         timeline = selectors.observation_timeline(
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
         )
@@ -301,7 +299,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     )
     @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
     def search(self, request):
-        query = self.validated(s.SearchQuerySerializer, request.query_params)
+        query = self.validated_query(s.SearchQuerySerializer)
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit")
         )
@@ -320,7 +318,7 @@ class ContextView(MemoryAPIMixin, APIView):
         responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
-        query = self.validated(s.ContextQuerySerializer, request.query_params)
+        query = self.validated_query(s.ContextQuerySerializer)
         config = get_config()
         memories = selectors.context_memories(
             user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), config=config

@@ -1,0 +1,83 @@
+"""The views' input checks answer as the input serializers would, without one per request."""
+
+import pytest
+from django.http import QueryDict
+from rest_framework.exceptions import ValidationError
+
+from ilab_memory.api import serializers as s
+
+
+def serializer_answer(serializer_class, data):
+    serializer = serializer_class(data=data)
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    return {"errors": serializer.errors}
+
+
+def query_values_answer(serializer_class, data):
+    try:
+        return dict(s.query_values(serializer_class, data))
+    except ValidationError as exc:
+        return {"errors": exc.detail}
+
+
+@pytest.mark.parametrize(
+    "serializer_class, query",
+    [
+        (s.SearchQuerySerializer, "q=deploy"),
+        (s.SearchQuerySerializer, "q=deploy&type=manual&limit=5"),
+        (s.SearchQuerySerializer, ""),
+        (s.SearchQuerySerializer, "q=x&limit=0"),
+        (s.SearchQuerySerializer, "q=x&limit=1001"),
+        (s.SearchQuerySerializer, "q=x&limit=abc"),
+        (s.SearchQuerySerializer, "q=x&limit="),
+        (s.ContextQuerySerializer, ""),
+        (s.ContextQuerySerializer, "limit=7"),
+        (s.ContextQuerySerializer, "limit=101"),
+        (s.TimelineQuerySerializer, "before=2"),
+        (s.TimelineQuerySerializer, "before=-1&after=x"),
+        (s.DeleteQuerySerializer, ""),
+        (s.DeleteQuerySerializer, "hard=true"),
+        (s.DeleteQuerySerializer, "hard=maybe"),
+    ],
+)
+def test_query_values_answer_what_the_serializer_answers(serializer_class, query):
+    params = QueryDict(query)
+    assert query_values_answer(serializer_class, params) == serializer_answer(serializer_class, params)
+
+
+def test_query_values_keep_no_state_between_calls():
+    with pytest.raises(ValidationError):
+        s.query_values(s.SearchQuerySerializer, QueryDict("q=x&limit=abc"))
+    assert dict(s.query_values(s.SearchQuerySerializer, QueryDict("q=x"))) == {"q": "x"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"title": "t", "content": "c", "colour": "red"},
+        {"content": "c"},
+        {},
+        {"title": "t", "content": "c", "<private>k9</private>": 1},
+    ],
+)
+def test_body_fields_refuse_what_the_serializer_refuses_in_its_words(body):
+    with pytest.raises(ValidationError) as checked:
+        s.body_fields(s.ObservationCreateInputSerializer, body)
+    serializer = s.ObservationCreateInputSerializer(data=body)
+    assert not serializer.is_valid()
+    assert checked.value.detail == serializer.errors
+
+
+@pytest.mark.parametrize("body", [[], "text", 3, None])
+def test_body_fields_refuse_a_body_that_is_not_an_object_as_drf_does(body):
+    with pytest.raises(ValidationError) as checked:
+        s.body_fields(s.SessionStartInputSerializer, body)
+    serializer = s.SessionStartInputSerializer(data=body)
+    assert not serializer.is_valid()
+    assert checked.value.detail == serializer.errors
+
+
+def test_body_fields_pass_values_through_unchecked():
+    body = {"title": 5, "content": ["c"], "metadata": None}
+    assert s.body_fields(s.ObservationCreateInputSerializer, body) == body
