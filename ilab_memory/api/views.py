@@ -60,10 +60,10 @@ class MemoryAPIMixin(AppErrorMixin):
     def filter_queryset(self, queryset):
         # django-filter builds a form class and validates a form on every request; a query that
         # names none of the filters has nothing for it to do.
-        filterset_class = getattr(self, "filterset_class", None)
-        if filterset_class is not None and not any(name in self.request.query_params for name in filterset_class.base_filters):
-            return queryset
-        return super().filter_queryset(queryset)
+        filters = getattr(self, "filterset_class", None)
+        if filters is None or any(name in self.request.query_params for name in filters.base_filters):
+            return super().filter_queryset(queryset)
+        return queryset
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -145,9 +145,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(
-            [responses.session_record(types.session_record(session, session.observation_count)) for session in page]
-        )
+        records = [types.session_record(session, session.observation_count) for session in page]
+        return self.get_paginated_response([responses.session_record(record) for record in records])
 
     def retrieve(self, request, pk=None):
         record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk)
@@ -251,9 +250,8 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         preview_chars = get_config().PREVIEW_CHARS
         rows = selectors.with_content_head(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
         page = self.paginate_queryset(rows)
-        return self.get_paginated_response(
-            [responses.observation_compact(types.observation_compact(row, preview_chars=preview_chars)) for row in page]
-        )
+        items = [types.observation_compact(row, preview_chars=preview_chars) for row in page]
+        return self.get_paginated_response(responses.compacts(items))
 
     def create(self, request):
         body = self.validated_body()
