@@ -26,6 +26,7 @@ itself is measured by the hybrid phase.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -219,7 +220,7 @@ def cpu_seconds(server: subprocess.Popen) -> tuple[float, float]:
 
 
 def load(server, port: int, accounts: list[dict], scenario, *, connections: int, seconds: float,
-         warm_up: bool = False) -> dict:
+         warm_up: bool = False, database_cpu: bool = True) -> dict:
     """One wrk run of ``scenario`` at ``connections`` connections (one wrk thread)."""
     name, method, body, path_of = scenario
     pairs = [value for account in accounts for value in (path_of(account), account["token"])]
@@ -240,12 +241,14 @@ def load(server, port: int, accounts: list[dict], scenario, *, connections: int,
               "errors": raw["errors"], "throughput": requests / (raw["duration_us"] / 1e6),
               "p50": raw["p50_us"] / 1000, "p99": raw["p99_us"] / 1000, "max": raw["max_us"] / 1000,
               "cpu_per_request": cpu * 1000 / requests if requests else None,
-              "db_cpu_per_request": db_cpu * 1000 / requests if requests and db_cpu else None}
+              # Negative when a server process of someone else's ended during the run: unknown.
+              "db_cpu_per_request": (db_cpu * 1000 / requests
+                                     if requests and database_cpu and db_cpu >= 0 else None)}
     if warm_up:
         return result
+    db = f" + db {result['db_cpu_per_request']:5.2f}" if result["db_cpu_per_request"] is not None else ""
     step(f"{name:<32} c={connections:<3} {requests:>6} requests  {result['throughput']:6.0f} req/s  "
-         f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f} "
-         f"(+ db {result['db_cpu_per_request'] or 0:5.2f}) ms/req  "
+         f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f}{db} ms/req  "
          f"errors {raw['errors']}")
     return result
 
@@ -270,6 +273,7 @@ def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
         step(f"gunicorn: {WORKERS} sync workers on 127.0.0.1:{port}; wrk, 1 thread, {'/'.join(map(str, connections))} "
              f"connections, {seconds:g}s per endpoint, requests round {len(accounts)} accounts")
         floors = {scenario[1]: scenario for scenario in scenarios() if scenario[0] in FLOORS.values()}
+        measure = functools.partial(load, server, port, accounts, database_cpu=scratch.vendor == "postgresql")
         results = []
         for scenario in scenarios():
             name, method = scenario[0], scenario[1]
@@ -280,15 +284,15 @@ def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
                 )
                 step(f"untimed: {filled.stdout.strip().splitlines()[-1]} rows the saves queued given random "
                      "vectors (the embedded steady state)")
-            load(server, port, accounts, scenario, connections=connections[0], seconds=1, warm_up=True)
+            measure(scenario, connections=connections[0], seconds=1, warm_up=True)
             for n in connections:
                 if name in FLOORS.values():
-                    results.append(load(server, port, accounts, scenario, connections=n, seconds=seconds))
+                    results.append(measure(scenario, connections=n, seconds=seconds))
                     continue
                 # The floor of the same method right before: a busy moment of the shared machine
                 # then slows both, and the ratio holds.
-                floor = load(server, port, accounts, floors[method], connections=n, seconds=seconds)
-                result = load(server, port, accounts, scenario, connections=n, seconds=seconds)
+                floor = measure(floors[method], connections=n, seconds=seconds)
+                result = measure(scenario, connections=n, seconds=seconds)
                 result.update(floor=floor["throughput"], ratio=result["throughput"] / floor["throughput"])
                 results.append(result)
         return results
