@@ -10,6 +10,9 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+# Read by the settings: under ASGI each request runs in a thread of its own, so connections
+# kept across requests would pile up (one per thread) instead of being reused.
+os.environ["ILAB_MEMORY_DEMO_ASGI"] = "1"
 django_application = get_asgi_application()
 
 from django.conf import settings  # noqa: E402  (after Django is set up)

@@ -66,12 +66,17 @@ SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 
+# Connections live across requests under WSGI (gunicorn), as docs/deploy.md advises: a new one
+# per request costs a connection set-up. Under ASGI (project/asgi.py, the demo's uvicorn) each
+# request runs in a thread of its own, so kept connections would pile up, one per thread, until
+# PostgreSQL refuses more: Django's docs say to turn them off there.
+conn_max_age = 0 if os.environ.get("ILAB_MEMORY_DEMO_ASGI") == "1" else 60
+
 if os.environ.get("DATABASE_URL"):
-    # Connections live across requests, as docs/deploy.md advises: a new one per request costs a
-    # connection set-up and a fresh plan of every prepared statement (measured in the HTTP
-    # benchmark, docs/benchmarks.md).
     DATABASES = {
-        "default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60, conn_health_checks=True)
+        "default": dj_database_url.parse(
+            os.environ["DATABASE_URL"], conn_max_age=conn_max_age, conn_health_checks=True
+        )
     }
     # One test database per run, so two runs on one server never clobber each other.
     DATABASES["default"]["TEST"] = {"NAME": f"test_ilab_memory_{os.getpid()}"}
@@ -81,7 +86,7 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("ILAB_MEMORY_DEMO_DB", str(BASE_DIR / "db.sqlite3")),
             "OPTIONS": SQLITE_OPTIONS,
-            "CONN_MAX_AGE": 60,  # skip opening the file and running init_command on every request
+            "CONN_MAX_AGE": conn_max_age,  # skip opening the file and running init_command per request
             # A file, not memory: tests with several threads need one shared database.
             "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"ilab_memory_test_{os.getpid()}.sqlite3")},
         }

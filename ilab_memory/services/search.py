@@ -417,7 +417,8 @@ def _pg_sql(type_filter: bool) -> str:
             WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
                   {"AND o.type = %s" if type_filter else ""}
         ),
-        total AS (
+        -- MATERIALIZED: once, not once per candidate row (inlined, the planner re-ran the count).
+        total AS MATERIALIZED (
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
         frequency AS (
