@@ -78,6 +78,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from .proc_stat import TICKS_PER_SECOND, processes
+
 WORKER = Path(__file__).resolve().with_name("compare_worker.py")
 PREFIX = "/api/memory"
 GUNICORN_WORKERS = 2
@@ -331,22 +333,8 @@ end
 def process_tree_cpu(root: int) -> float | None:
     """CPU seconds (user + system) used so far by process ``root`` and its children (gunicorn's
     master and workers), from /proc; None where there is no /proc."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return None
-    ticks, found = 0, False
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, …
-        if int(entry.name) == root or int(fields[1]) == root:
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-            found = True
-    return ticks / os.sysconf("SC_CLK_TCK") if found else None
+    ticks = [used for pid, parent, _, used in processes() if root in (pid, parent)]
+    return sum(ticks) / TICKS_PER_SECOND if ticks else None
 
 
 def free_port() -> int:

@@ -39,6 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .perf_timing import step
+from .proc_stat import TICKS_PER_SECOND, processes
 
 
 
@@ -202,21 +203,12 @@ def cpu_seconds(server: subprocess.Popen) -> tuple[float, float]:
     """CPU seconds (user + system) used so far by gunicorn's master and workers, and by every
     PostgreSQL server process (shared with anything else using that server), from /proc."""
     ticks = [0, 0]
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        command = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
-        used = int(fields[11]) + int(fields[12])  # utime, stime
-        if int(entry.name) == server.pid or int(fields[1]) == server.pid:
+    for pid, parent, command, used in processes():
+        if server.pid in (pid, parent):
             ticks[0] += used
         elif command == "postgres":
             ticks[1] += used
-    return ticks[0] / os.sysconf("SC_CLK_TCK"), ticks[1] / os.sysconf("SC_CLK_TCK")
+    return ticks[0] / TICKS_PER_SECOND, ticks[1] / TICKS_PER_SECOND
 
 
 def load(server, port: int, accounts: list[dict], scenario, *, connections: int, seconds: float,
