@@ -31,16 +31,20 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-# Run as a script: sys.path[0] is this folder; nothing here may shadow the tree's modules.
+# Run as a script: sys.path[0] is this folder. Take the seeded text from it (standard library
+# only), then drop it: nothing here may shadow the tree's modules.
 if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    from corpus import Corpus
+
     sys.path.pop(0)
+else:  # imported as part of this tree's benchmarks package
+    from benchmarks.corpus import Corpus
 
 SEED = 20261201
 PER_SESSION = 50  # observations per loaded (completed) session
 TYPES = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery", "learning")
 BATCH = 2_000  # rows per bulk_create; a multiple of PER_SESSION
 EXPIRE_BY = timedelta(hours=25)  # past the default SESSION_TIMEOUT_HOURS (24); no ILAB_MEMORY set here
-_SYLLABLES = "ka lo mi ne ru ta pe so vi da ge hu ri mo ba fe li no sa tu ve zo ki pa".split()
 
 
 def log(message: str) -> None:
@@ -146,20 +150,6 @@ def app_tables() -> list[str]:
 # ------------------------------------------------------------------------------------ the data
 
 
-class Corpus:
-    """Seeded pools of words, titles and sentences: the same run makes the same rows."""
-
-    def __init__(self, seed: int = SEED):
-        rng = random.Random(seed)
-        words = set()
-        while len(words) < 3000:
-            words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
-        self.words = sorted(words)
-        weights = [1 / (rank + 1) for rank in range(len(self.words))]  # Zipf-like
-        self.sentences = [" ".join(rng.choices(self.words, weights, k=rng.randint(14, 30))) for _ in range(4000)]
-        self.titles = [" ".join(rng.choices(self.words, weights, k=rng.randint(3, 7))) for _ in range(2000)]
-
-
 def write_twins(user_ids: list[str], count: int, *, now: datetime, corpus: Corpus, label: str,
                 seed: int) -> None:
     """The same history for every user of ``user_ids`` (twins), written with ``bulk_create``:
@@ -251,7 +241,7 @@ def cmd_load(meta_path: str) -> None:
     call_command("migrate", verbosity=0, interactive=False)
     log(f"migrated in {time.monotonic() - started:.1f}s")
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    corpus = Corpus()
+    corpus = Corpus(SEED)
     users = {}
     for tree in meta["trees"]:
         accounts = []
@@ -299,7 +289,7 @@ class Bench:
         self.mem = setup_facade(meta)
         self.user = meta["users"][tree]["heavy"]
         self.cutoff = datetime.fromisoformat(meta["cutoff"])
-        self.corpus = Corpus()
+        self.corpus = Corpus(SEED)
         self.counter = 0
         self.tag = ""
         self.ops = {

@@ -26,6 +26,7 @@ from django.db import connections, transaction
 
 from ilab_memory.services import search as search_index
 
+from .corpus import Corpus
 from .perf_timing import Progress
 
 SEED = 20260115
@@ -36,26 +37,10 @@ RARE_SPAN = 4
 TYPES = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery", "learning")
 BATCH = 5_000
 
-_SYLLABLES = "ka lo mi ne ru ta pe so vi da ge hu ri mo ba fe li no sa tu ve zo ki pa".split()
 
 
 def rare_term(row_index: int) -> str:
     return f"zr{row_index // RARE_SPAN:x}"
-
-
-class Corpus:
-    """Seeded pools of words, titles and sentences (cheap to draw from, a million times)."""
-
-    def __init__(self, seed: int = SEED):
-        rng = random.Random(seed)
-        words = set()
-        while len(words) < 3000:
-            words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
-        self.words = sorted(words)
-        # Zipf-like: a few words are everywhere, most are rare.
-        weights = [1 / (rank + 1) for rank in range(len(self.words))]
-        self.sentences = [" ".join(rng.choices(self.words, weights, k=rng.randint(14, 30))) for _ in range(4000)]
-        self.titles = [" ".join(rng.choices(self.words, weights, k=rng.randint(3, 7))) for _ in range(2000)]
 
 
 def _utc_naive_text(value: datetime) -> str:
