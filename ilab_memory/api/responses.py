@@ -77,24 +77,24 @@ def save_result(result: SaveResult) -> dict[str, Any]:
     return {"action": result.action, "observation": observation_record(result.observation)}
 
 
-def session_summary_compact(item: SessionSummaryCompact) -> dict[str, Any]:
+def _session_fields(item: SessionSummaryCompact | SessionRecord) -> dict[str, Any]:
+    """The fields both session shapes start with, in the serializers' order."""
     return {
         "started_at": item.started_at,
         "ended_at": item.ended_at,
         "summary": item.summary,
         "is_auto_generated": item.is_auto_generated,
         "observation_count": item.observation_count,
-        "session_id": item.session_id,
     }
+
+
+def session_summary_compact(item: SessionSummaryCompact) -> dict[str, Any]:
+    return {**_session_fields(item), "session_id": item.session_id}
 
 
 def session_record(record: SessionRecord) -> dict[str, Any]:
     return {
-        "started_at": record.started_at,
-        "ended_at": record.ended_at,
-        "summary": record.summary,
-        "is_auto_generated": record.is_auto_generated,
-        "observation_count": record.observation_count,
+        **_session_fields(record),
         "id": record.id,
         "user_id": record.user_id,
         "status": record.status,
