@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 from .exceptions import ConfigurationError, ValidationError
@@ -267,13 +268,17 @@ def _migrate() -> None:
     from django.db import OperationalError
     from django.db.migrations.exceptions import MigrationSchemaMissing
 
-    # Processes opening a new file at once race to create the tables. SQLite DDL is
-    # transactional, so a loser finds them complete ("already exists") and migrating again is
-    # then a no-op.
-    for attempt in range(5):
+    # Processes opening a new file at once race to create the tables. Each migration is its own
+    # transaction, so a loser finds the winner's migration complete ("already exists") and
+    # migrating again goes on from there; the winner may still be applying the next one, so
+    # the loser may lose again, once per migration at most. It retries for as long as SQLite's
+    # busy timeout would wait for a lock.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+    while True:
         try:
             call_command("migrate", verbosity=0, interactive=False)
             return
         except (OperationalError, MigrationSchemaMissing) as error:
-            if "already exists" not in str(error) or attempt == 4:
+            if "already exists" not in str(error) or time.monotonic() > deadline:
                 raise
+            time.sleep(0.05)
