@@ -78,11 +78,11 @@ class ILabMemory:
             )
         if not apps.is_installed("ilab_memory"):
             raise ConfigurationError("Add 'ilab_memory' to INSTALLED_APPS to use ILabMemory() in a site.")
-        from .conf import get_config
 
         self.using = using
         self._overrides = dict(overrides)
-        get_config(self._overrides)  # fail now on a bad override, not on the first call
+        self._base_config = None  # the site's Config that self._effective_config derives from
+        self._config()  # fail now on a bad override, not on the first call
 
     @classmethod
     def from_path(cls, path, **overrides: Any) -> "ILabMemory":
@@ -117,16 +117,25 @@ class ILabMemory:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _kwargs(self) -> dict[str, Any]:
+    def _config(self):
+        """The site's settings with this instance's overrides, derived again only when the
+        site's settings change (validating the overrides on every call cost more than some
+        of the calls)."""
         from .conf import get_config
 
-        return {"config": get_config(self._overrides), "using": self.using}
+        base = get_config()
+        if base is not self._base_config:
+            self._effective_config = base.with_overrides(self._overrides)
+            self._base_config = base
+        return self._effective_config
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"config": self._config(), "using": self.using}
 
     def _user(self, user_id) -> str:
-        from .conf import get_config
         from .validation import clean_user_id
 
-        return clean_user_id(user_id, limit=get_config(self._overrides).MAX_USER_ID_CHARS)
+        return clean_user_id(user_id, limit=self._config().MAX_USER_ID_CHARS)
 
     @staticmethod
     def _count(name: str, value) -> int:

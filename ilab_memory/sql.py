@@ -18,10 +18,11 @@ from functools import cache, lru_cache
 from django.db import connections
 
 from . import scoring
-from .models import Observation, ObservationRevision, Session, SessionStatus
+from .models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
 
 OBS = Observation._meta.db_table
 REVISION = ObservationRevision._meta.db_table
+VECTOR = ObservationVector._meta.db_table
 SESSION = Session._meta.db_table
 ACTIVE = SessionStatus.ACTIVE.value
 OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
@@ -195,6 +196,50 @@ def replace_observation(*, user_id: str, match: str, key, values: dict, dedupe_h
         ])
         rows = fetch_rows(cursor, Observation, OBSERVATION_FIELDS, connection)
     return rows[0]
+
+
+# The vector queue, written with every create and revise. Why raw: each is one fixed statement
+# that the ORM compiles again on every call, several times its cost to run (measured on SQLite:
+# an insert 0.10 against 0.02 ms, the requeue's update 0.22 against 0.02 ms; a save costs about
+# 0.4 ms in all). What a queued row holds is decided here only: no model, no vector, no lease.
+QUEUE_VECTOR = f"""
+    INSERT INTO {VECTOR} (observation_id, user_id, generation, queued_at) VALUES (%s, %s, 1, %s)"""
+REQUEUE_VECTOR = f"""
+    UPDATE {VECTOR} SET model_id = NULL, dimensions = NULL, vector = NULL, generation = generation + 1,
+        queued_at = %s, claimed_until = NULL, embedded_at = NULL
+    WHERE observation_id = %s"""
+DROP_VECTOR = f"DELETE FROM {VECTOR} WHERE observation_id = %s"
+
+
+def queue_vectors(observations, *, now: datetime, using: str) -> None:
+    """Put each of ``observations`` (instances or rows with ``id`` and ``user_id``, none queued
+    yet) in the vector queue."""
+    connection = connections[using]
+    at = _db(ObservationVector, "queued_at", now, connection)
+    params = [(_db(ObservationVector, "observation", o.id, connection), o.user_id, at) for o in observations]
+    if not params:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(QUEUE_VECTOR, params)
+
+
+def requeue_vector(observation_id: uuid.UUID, *, now: datetime, using: str) -> bool:
+    """Put the observation's vector row back in the queue as a new generation (its text
+    changed); False when it has none."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(REQUEUE_VECTOR, [
+            _db(ObservationVector, "queued_at", now, connection),
+            _db(ObservationVector, "observation", observation_id, connection),
+        ])
+        return cursor.rowcount > 0
+
+
+def drop_vector(observation_id: uuid.UUID, *, using: str) -> None:
+    """Remove the observation's vector row, if any."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(DROP_VECTOR, [_db(ObservationVector, "observation", observation_id, connection)])
 
 
 # The user's rows in an order only the user's own index (ilab_mem_obs_user_updated) gives, so

@@ -16,10 +16,10 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from .. import vectors
+from .. import sql, vectors
 from ..conf import Config, get_config
 from ..embeddings import configured_embedder
 from ..models import Observation, ObservationVector, VectorStamp
@@ -48,10 +48,7 @@ def queue(observations, *, now: datetime, config: Config, using: str) -> None:
     """Queue new observations for a vector (inside the writer's transaction)."""
     if embedder_for(config) is None:
         return
-    ObservationVector.objects.using(using).bulk_create(
-        [ObservationVector(observation_id=o.id, user_id=o.user_id, queued_at=now) for o in observations],
-        batch_size=500,
-    )
+    sql.queue_vectors(observations, now=now, using=using)
     _after_commit(config=config, using=using)
 
 
@@ -59,16 +56,11 @@ def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
     """Queue an observation (a model instance or a row with ``id`` and ``user_id``) whose text
     changed: its old vector no longer says what it says."""
     if embedder_for(config) is None:
-        ObservationVector.objects.using(using).filter(observation_id=observation.id).delete()
-        return
-    queued = ObservationVector.objects.using(using).filter(observation_id=observation.id).update(
-        model_id=None, dimensions=None, vector=None, generation=F("generation") + 1, queued_at=now,
-        claimed_until=None, embedded_at=None,
-    )
-    if not queued:
-        queue([observation], now=now, config=config, using=using)
-    else:
+        sql.drop_vector(observation.id, using=using)
+    elif sql.requeue_vector(observation.id, now=now, using=using):
         _after_commit(config=config, using=using)
+    else:
+        queue([observation], now=now, config=config, using=using)
 
 
 def drop(*, user_id: str, observation_ids, using: str) -> int:
