@@ -24,6 +24,21 @@ def test_bump_finds_and_keeps_alive_only_a_live_session(db):
     assert sql.bump_live_session("carol", now=now, live_since=since, using="default") is None
 
 
+def test_insert_observation_stores_every_field_as_the_orm_reads_it(db):
+    now = timezone.now()
+    session = SessionFactory(user_id="alice")
+    for topic_key, metadata in ((None, {}), ("a/topic", {"tags": ["ñ", 1, None], "nested": {"x": 1.5}})):
+        observation = Observation(
+            user_id="alice", session=session, type="decision", title="Título", content="Línea 1\nLínea 2",
+            topic_key=topic_key, metadata=metadata, dedupe_hash="d" * 64, redacted_blocks=2,
+            created_at=now, updated_at=now, last_seen_at=now,
+        )
+        sql.insert_observation(observation, using="default")
+        stored = Observation.objects.get(pk=observation.pk)
+        assert [getattr(stored, f) for f in sql.OBSERVATION_FIELDS] == [getattr(observation, f) for f in sql.OBSERVATION_FIELDS]
+        assert observation._state.adding is False
+
+
 def test_count_duplicate_counts_the_newest_live_twin_and_returns_it(db):
     now = timezone.now()
     session, other = SessionFactory(user_id="alice"), SessionFactory(user_id="alice", completed=True)

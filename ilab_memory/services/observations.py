@@ -156,7 +156,7 @@ def observation_save(
                 user_id=user_id, session_id=session_id, dedupe_hash=digest, redacted_blocks=blocks,
                 created_at=now, updated_at=now, last_seen_at=now, **values,
             )
-            observation.save(using=using, force_insert=True)
+            sql.insert_observation(observation, using=using)
             embedding.queue([observation], now=now, config=config, using=using)
         _saved(observation, action, using=using)
         return SaveResult(action=action, observation=observation_record(observation))
