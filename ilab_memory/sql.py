@@ -76,7 +76,19 @@ def fetch_rows(cursor, model, columns: tuple[str, ...], connection) -> list:
 
 def _db(model, field: str, value, connection):
     """``value`` as the ORM would send it for ``model.field`` (UUID hex on SQLite, text times…)."""
+    if isinstance(value, datetime):
+        return _db_time(value, connection)
     return model._meta.get_field(field).get_db_prep_value(value, connection)
+
+
+_TIME_FIELD = Observation._meta.get_field("created_at")
+
+
+@lru_cache(maxsize=16)
+def _db_time(value: datetime, connection):
+    """A time as every ``DateTimeField`` sends it on ``connection``. Cached: one save sends the
+    same ``now`` to several statements and columns (six on a create)."""
+    return _TIME_FIELD.get_db_prep_value(value, connection)
 
 
 def lock_user(user_id: str, *, using: str) -> None:
@@ -129,8 +141,10 @@ def insert_observation(observation: Observation, *, using: str) -> None:
     each value is prepared by its field exactly as ``save`` prepares it.
     """
     connection = connections[using]
-    params = [field.get_db_prep_save(getattr(observation, field.attname), connection)
-              for field in Observation._meta.concrete_fields]
+    params = []
+    for field in Observation._meta.concrete_fields:
+        value = getattr(observation, field.attname)
+        params.append(_db_time(value, connection) if isinstance(value, datetime) else field.get_db_prep_save(value, connection))
     with connection.cursor() as cursor:
         cursor.execute(INSERT_OBSERVATION, params)
     observation._state.adding = False

@@ -417,11 +417,13 @@ def _pg_sql(type_filter: bool) -> str:
             WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
                   {"AND o.type = %s" if type_filter else ""}
         ),
-        -- MATERIALIZED: once, not once per candidate row (inlined, the planner re-ran the count).
+        -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
+        -- (inlined, the planner re-ran the count, and the document frequencies per candidate:
+        -- 300 ms for a word in all of a user's 1,000 memories).
         total AS MATERIALIZED (
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
-        frequency AS (
+        frequency AS MATERIALIZED (
             SELECT a.i, a.alternative, count(c.id)::float AS df
             FROM alternatives a LEFT JOIN candidates c ON c.search_vector @@ a.alternative
             GROUP BY a.i, a.alternative
