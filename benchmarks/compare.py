@@ -118,6 +118,7 @@ class Trees:
         self.paths = {"before": str(Path(args.before).resolve()), "after": str(Path(args.after).resolve())}
         self.loader = "before"  # the tree that migrates and loads the shared database
         self.words_only = args.after_words_only
+        self.before_settings = args.before_settings
 
     def env(self, tree: str, meta: dict | None = None, *, site: bool = False) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
@@ -125,6 +126,8 @@ class Trees:
         env["PYTHONPATH"] = self.paths[tree]
         env["PYTHONPYCACHEPREFIX"] = self.pycache  # byte code goes to a folder of ours, not into the trees
         env["ILAB_CMP_TREE"] = tree
+        if tree == "before":
+            env["ILAB_CMP_SETTINGS"] = self.before_settings
         if self.words_only and tree == "after":
             env["ILAB_CMP_WORDS_ONLY"] = "after"
             env["ILAB_MEMORY_EMBEDDER"] = ""  # the demo site's settings: no embedder
@@ -731,8 +734,16 @@ def parse_args(argv=None):
     parser.add_argument("--wrk", default="wrk", help="the wrk binary (default: wrk on PATH)")
     parser.add_argument("--after-words-only", action="store_true",
                         help="run the after tree with EMBEDDER None: the change without the vector queue of hybrid search")
+    parser.add_argument("--before-settings", default="{}", metavar="JSON",
+                        help="ILAB_MEMORY for the before tree's facade and, on PostgreSQL, its site "
+                             """(core phase), e.g. '{"PREPARED_STATEMENTS": false}'""")
     parser.add_argument("--json", help="write the raw numbers here")
     args = parser.parse_args(argv)
+    try:
+        if not isinstance(json.loads(args.before_settings), dict):
+            raise ValueError
+    except ValueError:
+        parser.error("--before-settings must be a JSON object")
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     for engine in args.engines:
@@ -786,6 +797,10 @@ def main(argv=None) -> int:
     for tree in TREES:
         t = identity[tree]
         print(f"- {tree}: `{t['path']}` at {(t['commit'] or '?')[:12]}{' + uncommitted changes' if t['dirty'] else ''}")
+    if json.loads(args.before_settings):
+        print(f"- before tree's facade with `ILAB_MEMORY` overrides `{args.before_settings}` (core phase)")
+    if args.after_words_only:
+        print("- after tree with `EMBEDDER = None` (words only)")
     print(f"- run time {output['seconds'] / 60:.1f} min"
           + "".join(f"; {e} {r['seconds'] / 60:.1f} min (load {r['load_seconds']:.0f} s)"
                     for e, r in output["engines"].items()) + "\n")

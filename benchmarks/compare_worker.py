@@ -77,6 +77,8 @@ def setup_facade(meta: dict):
 
     # --after-words-only: the after tree without an embedder (the before tree has none to turn off).
     overrides = {"EMBEDDER": None} if os.environ.get("ILAB_CMP_WORDS_ONLY") == os.environ["ILAB_CMP_TREE"] else {}
+    tree_settings = json.loads(os.environ.get("ILAB_CMP_SETTINGS") or "{}")  # --before-settings
+    overrides.update(tree_settings)
     if meta["engine"] == "sqlite":
         return ILabMemory.from_path(meta["sqlite_path"], **overrides)
     import dj_database_url
@@ -90,6 +92,7 @@ def setup_facade(meta: dict):
         TIME_ZONE="UTC",
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         LOGGING_CONFIG=None,
+        ILAB_MEMORY=tree_settings,  # also as the site's: a tree may read a setting from there only
     )
     django.setup()
     return ILabMemory(**overrides)
