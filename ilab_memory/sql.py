@@ -76,19 +76,25 @@ def fetch_rows(cursor, model, columns: tuple[str, ...], connection) -> list:
 
 def _db(model, field: str, value, connection):
     """``value`` as the ORM would send it for ``model.field`` (UUID hex on SQLite, text times…)."""
+    return _prepared(model._meta.get_field(field), value, connection)
+
+
+def _prepared(field, value, connection):
+    """``value`` as ``save`` sends it for ``field`` on ``connection``."""
     if isinstance(value, datetime):
-        return _db_time(value, connection)
-    return model._meta.get_field(field).get_db_prep_value(value, connection)
+        return _db_time(value, connection, connection.timezone_name)
+    return field.get_db_prep_save(value, connection)
 
 
 _TIME_FIELD = Observation._meta.get_field("created_at")
 
 
 @lru_cache(maxsize=16)
-def _db_time(value: datetime, connection):
-    """A time as every ``DateTimeField`` sends it on ``connection``. Cached: one save sends the
-    same ``now`` to several statements and columns (six on a create)."""
-    return _TIME_FIELD.get_db_prep_value(value, connection)
+def _db_time(value: datetime, connection, timezone_name: str):
+    """A time as every ``DateTimeField`` sends it on ``connection`` (in ``timezone_name``, part
+    of the key so a changed TIME_ZONE is not served stale). Cached: one save sends the same
+    ``now`` to several statements and columns (six on a create)."""
+    return _TIME_FIELD.get_db_prep_save(value, connection)
 
 
 def lock_user(user_id: str, *, using: str) -> None:
@@ -141,10 +147,8 @@ def insert_observation(observation: Observation, *, using: str) -> None:
     each value is prepared by its field exactly as ``save`` prepares it.
     """
     connection = connections[using]
-    params = []
-    for field in Observation._meta.concrete_fields:
-        value = getattr(observation, field.attname)
-        params.append(_db_time(value, connection) if isinstance(value, datetime) else field.get_db_prep_save(value, connection))
+    params = [_prepared(field, getattr(observation, field.attname), connection)
+              for field in Observation._meta.concrete_fields]
     with connection.cursor() as cursor:
         cursor.execute(INSERT_OBSERVATION, params)
     observation._state.adding = False
@@ -236,8 +240,10 @@ def replace_observation(*, user_id: str, match: str, key, values: dict, dedupe_h
 # that the ORM compiles again on every call, several times its cost to run (measured on SQLite:
 # an insert 0.10 against 0.02 ms, the requeue's update 0.22 against 0.02 ms; a save costs about
 # 0.4 ms in all). What a queued row holds is decided here only: no model, no vector, no lease.
+FIRST_GENERATION = int(ObservationVector._meta.get_field("generation").default)
 QUEUE_VECTOR = f"""
-    INSERT INTO {VECTOR} (observation_id, user_id, generation, queued_at) VALUES (%s, %s, 1, %s)"""
+    INSERT INTO {VECTOR} (observation_id, user_id, generation, queued_at)
+    VALUES (%s, %s, {FIRST_GENERATION}, %s)"""
 REQUEUE_VECTOR = f"""
     UPDATE {VECTOR} SET model_id = NULL, dimensions = NULL, vector = NULL, generation = generation + 1,
         queued_at = %s, claimed_until = NULL, embedded_at = NULL
