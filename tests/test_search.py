@@ -283,6 +283,16 @@ def index_entries(observation_id) -> int:
         return cursor.fetchone()[0]
 
 
+def test_postgresql_full_text_index_keeps_a_small_pending_list(db):
+    from ilab_memory.services.search import PG_PENDING_LIST_KB
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a GIN index option of PostgreSQL")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'ilab_mem_obs_search'")
+        assert f"gin_pending_list_limit={PG_PENDING_LIST_KB}" in cursor.fetchone()[0]
+
+
 def test_hard_delete_removes_the_index_entry(mem, corpus):
     target = mem.mem_search(corpus, "buffers")[0]
     assert index_entries(target.id) == 1
