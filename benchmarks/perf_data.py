@@ -231,7 +231,7 @@ class BulkLoad:
             search_index.index_rebuild(using=self.using)
         else:
             with self.connection.cursor() as cursor:
-                cursor.execute(search_index.PG_CREATE[-1])  # the GIN index
+                cursor.execute(search_index.PG_CREATE_INDEX)
                 cursor.execute("VACUUM ANALYZE")  # the state autovacuum would reach; it then stays idle during the run
         progress.advance(1)
         progress.finish()
