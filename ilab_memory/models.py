@@ -105,12 +105,20 @@ class Session(models.Model):
         return self.status == SessionStatus.ACTIVE
 
 
+# A live observation is one not deleted (soft delete keeps the row until it is purged).
+LIVE = {"deleted_at__isnull": True}
+
+
 class ObservationQuerySet(models.QuerySet):
     def for_user(self, user_id: str):
         return self.filter(user_id=user_id)
 
     def live(self):
-        return self.filter(deleted_at__isnull=True)
+        return self.filter(**LIVE)
+
+    def live_for_user(self, user_id: str):
+        """``for_user(user_id).live()`` as one filter: one queryset clone less on every read."""
+        return self.filter(user_id=user_id, **LIVE)
 
     def deleted(self):
         return self.filter(deleted_at__isnull=False)

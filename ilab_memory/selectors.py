@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, IntegerField, Q, Value
 from django.db.models.functions import Substr
 from django.utils import timezone
 
@@ -31,11 +31,15 @@ from .types import (
 from .validation import clean_choice, parse_uuid
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at")
+_POSITION = IntegerField()
 
 
 def with_content_head(queryset, *, preview_chars: int):
     """Observations with only the head of their content: enough for a preview, never 50 KB."""
-    return queryset.only(*COMPACT_FIELDS).annotate(content_head=Substr("content", 1, preview_chars + 1))
+    # The positions as typed values: Django otherwise infers (builds) an IntegerField for each
+    # on every compile of the page's query.
+    head = Substr("content", Value(1, output_field=_POSITION), Value(preview_chars + 1, output_field=_POSITION))
+    return queryset.only(*COMPACT_FIELDS).annotate(content_head=head)
 
 
 def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
@@ -65,7 +69,7 @@ def observation_get(*, user_id: str, observation_id, using: str = "default") -> 
     """The user's live observation; anything else raises ObservationNotFound."""
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
-        return Observation.objects.using(using).for_user(user_id).live().get(pk=pk)
+        return Observation.objects.using(using).live_for_user(user_id).get(pk=pk)
     except Observation.DoesNotExist:
         raise ObservationNotFound("No such observation.") from None
 
@@ -84,7 +88,7 @@ def observation_timeline(
     preview_chars = config.PREVIEW_CHARS
     anchor = observation_get(user_id=user_id, observation_id=observation_id, using=using)
     same_session = with_content_head(
-        Observation.objects.using(using).for_user(user_id).live().filter(session_id=anchor.session_id),
+        Observation.objects.using(using).live_for_user(user_id).filter(session_id=anchor.session_id),
         preview_chars=preview_chars,
     )
     earlier = Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, id__lt=anchor.id)

@@ -244,7 +244,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Observation.objects.none()
-        return Observation.objects.for_user(self.acting_user_id()).live()
+        return Observation.objects.live_for_user(self.acting_user_id())
 
     def list(self, request):
         preview_chars = get_config().PREVIEW_CHARS

@@ -498,7 +498,7 @@ def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, us
     taken = set()
     for chunk in _chunks(sorted(wanted)):
         taken.update(
-            Observation.objects.using(using).for_user(user_id).live().filter(topic_key__in=chunk)
+            Observation.objects.using(using).live_for_user(user_id).filter(topic_key__in=chunk)
             .values_list("topic_key", flat=True)
         )
     hidden = 0

@@ -515,7 +515,7 @@ def observation_search(
     candidates = dict(lexical)
     missing = [pk for pk in cosines if pk not in candidates]
     if missing:
-        found = Observation.objects.using(using).for_user(user_id).live().filter(pk__in=missing)
+        found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing)
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.pk, row) for row in with_content_head(found, preview_chars=preview_chars))
