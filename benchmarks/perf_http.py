@@ -8,8 +8,9 @@ small JSON body, unique per request). ``wrk`` (one thread, written in C, so the 
 costs the server little CPU) sends each endpoint's requests over 4 and then 16 keep-alive
 connections for a fixed time, going round the accounts request by request. Each endpoint's
 ``ratio`` is its throughput over the floor's of the same method and connection count, measured
-right before it (the machine is shared: a busy moment then slows both). Latencies
-(p50, p99) are wrk's, per request; ``cpu_per_request`` is the gunicorn processes' CPU time
+in slices taking turns with the endpoint's (the machine is shared and its speed drifts: a
+drift then slows both alike). Latencies (p50, p99) are wrk's, per request (the median slice's
+p50, the worst slice's p99); ``cpu_per_request`` is the gunicorn processes' CPU time
 (from /proc) over the requests served, ``db_cpu_per_request`` that of the PostgreSQL server's
 processes (which serve anyone else using that server too).
 
@@ -53,6 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ACCOUNTS = 16
 CONNECTIONS = (4, 16)
 WORKERS = 2
+# Each endpoint's time is split into this many slices, taking turns with its floor's.
+ROUNDS = 4
 PREFIX = "/api/memory"
 
 
@@ -230,7 +233,8 @@ def load(server, port: int, accounts: list[dict], scenario, *, connections: int,
     raw = json.loads(line[len("WRKJSON "):])
     requests = raw["requests"]
     result = {"endpoint": name, "method": method, "connections": connections, "requests": requests,
-              "errors": raw["errors"], "throughput": requests / (raw["duration_us"] / 1e6),
+              "errors": raw["errors"], "seconds": raw["duration_us"] / 1e6, "cpu": cpu, "db_cpu": db_cpu,
+              "throughput": requests / (raw["duration_us"] / 1e6),
               "p50": raw["p50_us"] / 1000, "p99": raw["p99_us"] / 1000, "max": raw["max_us"] / 1000,
               "cpu_per_request": cpu * 1000 / requests if requests else None,
               # Negative when a server process of someone else's ended during the run: unknown.
@@ -243,6 +247,21 @@ def load(server, port: int, accounts: list[dict], scenario, *, connections: int,
          f"p50 {result['p50']:7.2f} ms  p99 {result['p99']:7.2f} ms  cpu {result['cpu_per_request'] or 0:5.2f}{db} ms/req  "
          f"errors {raw['errors']}")
     return result
+
+
+def merged(slices: list[dict]) -> dict:
+    """One result from the slices of one endpoint's run: totals over the slices' time, the median
+    slice's p50 and the worst slice's p99 and max (wrk reports percentiles per run only)."""
+    requests = sum(r["requests"] for r in slices)
+    seconds = sum(r["seconds"] for r in slices)
+    db_cpu = [r["db_cpu_per_request"] for r in slices]
+    p50s = sorted(r["p50"] for r in slices)
+    return {**slices[0], "requests": requests, "errors": sum(r["errors"] for r in slices), "seconds": seconds,
+            "throughput": requests / seconds, "p50": p50s[len(p50s) // 2],
+            "p99": max(r["p99"] for r in slices), "max": max(r["max"] for r in slices),
+            "cpu_per_request": sum(r["cpu"] for r in slices) * 1000 / requests if requests else None,
+            "db_cpu_per_request": (sum(r["db_cpu"] for r in slices) * 1000 / requests
+                                   if requests and None not in db_cpu else None)}
 
 
 def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
@@ -281,10 +300,15 @@ def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
                 if name in FLOORS.values():
                     results.append(measure(scenario, connections=n, seconds=seconds))
                     continue
-                # The floor of the same method right before: a busy moment of the shared machine
-                # then slows both, and the ratio holds.
-                floor = measure(floors[method], connections=n, seconds=seconds)
-                result = measure(scenario, connections=n, seconds=seconds)
+                # The floor of the same method in slices taking turns with the endpoint's (floor,
+                # endpoint, endpoint, floor, ...): the shared machine's speed drifts, and a drift
+                # then slows both alike instead of whichever ran in the slower moment.
+                floor_slices, slices = [], []
+                for k in range(ROUNDS):
+                    pair = (floor_slices, floors[method]), (slices, scenario)
+                    for into, which in pair if k % 2 == 0 else reversed(pair):
+                        into.append(measure(which, connections=n, seconds=seconds / ROUNDS))
+                floor, result = merged(floor_slices), merged(slices)
                 result.update(floor=floor["throughput"], ratio=result["throughput"] / floor["throughput"])
                 results.append(result)
         return results
