@@ -254,14 +254,14 @@ def merged(slices: list[dict]) -> dict:
     slice's p50 and the worst slice's p99 and max (wrk reports percentiles per run only)."""
     requests = sum(r["requests"] for r in slices)
     seconds = sum(r["seconds"] for r in slices)
-    db_cpu = [r["db_cpu_per_request"] for r in slices]
+    cpu, db_cpu = sum(r["cpu"] for r in slices), sum(r["db_cpu"] for r in slices)
+    db_known = None not in (r["db_cpu_per_request"] for r in slices)
     p50s = sorted(r["p50"] for r in slices)
     return {**slices[0], "requests": requests, "errors": sum(r["errors"] for r in slices), "seconds": seconds,
-            "throughput": requests / seconds, "p50": p50s[len(p50s) // 2],
+            "cpu": cpu, "db_cpu": db_cpu, "throughput": requests / seconds, "p50": p50s[len(p50s) // 2],
             "p99": max(r["p99"] for r in slices), "max": max(r["max"] for r in slices),
-            "cpu_per_request": sum(r["cpu"] for r in slices) * 1000 / requests if requests else None,
-            "db_cpu_per_request": (sum(r["db_cpu"] for r in slices) * 1000 / requests
-                                   if requests and None not in db_cpu else None)}
+            "cpu_per_request": cpu * 1000 / requests if requests else None,
+            "db_cpu_per_request": db_cpu * 1000 / requests if requests and db_known else None}
 
 
 def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
