@@ -29,7 +29,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from ..conf import Config, get_config
-from .. import scoring, vectors
+from .. import scoring, sql, vectors
 from ..embeddings import EmbeddingError
 from ..models import Observation
 from ..selectors import with_content_head
@@ -391,6 +391,8 @@ def _pg_queries(parsed: ParsedQuery) -> tuple[str, str]:
 
 
 _SELECT_COLUMNS = "o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s) AS content_head"
+# What both engines' statements return, in this order.
+MATCH_COLUMNS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head", "relevance", "all_terms")
 
 
 def _sqlite_sql(type_filter: bool) -> str:
@@ -463,22 +465,26 @@ def clean_query(query, config: Config) -> str:
 
 
 def _matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
-    """The engine's name and its best ``count`` rows, all-terms rows first: observations with
-    ``content_head``, ``relevance`` and ``all_terms`` (whether every term matched)."""
+    """The engine's name and its best ``count`` rows, all-terms rows first: ``MATCH_COLUMNS``, the
+    observation's own converted as the ORM would, ``relevance`` and ``all_terms`` (whether every
+    term matched). Rows, not model instances: ``Manager.raw`` cost more than running the statement
+    for the few rows of a search (see ``sql.fetch_rows``)."""
     connection = connections[using]
     if connection.vendor == "sqlite":
         index_ensure(using=using)
         all_query, any_query = _sqlite_queries(parsed, user_id)
-        engine, sql = "sqlite-fts5-bm25", _sqlite_sql(type is not None)
+        engine, statement = "sqlite-fts5-bm25", _sqlite_sql(type is not None)
         params = [head, all_query, any_query, user_id, *([type] if type else []), count]
     elif connection.vendor == "postgresql":
         all_query, any_query = _pg_queries(parsed)
         alternatives = [_tsquery_phrase(term) for term in _any_terms(parsed)]
-        engine, sql = "postgresql-ts_rank", _pg_sql(type is not None)
+        engine, statement = "postgresql-ts_rank", _pg_sql(type is not None)
         params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    return engine, list(Observation.objects.db_manager(using).raw(sql, params))
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return engine, sql.fetch_rows(cursor, Observation, MATCH_COLUMNS, connection)
 
 
 def observation_search(
@@ -508,7 +514,7 @@ def observation_search(
     count = limit + CANDIDATE_EXTRA
     engine, rows = _matching_rows(parsed, user_id=user_id, type=type, head=preview_chars + 1, count=count, using=using)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
-    lexical = {row.pk: row for row in rows if row.all_terms or mode == MODE_ANY}
+    lexical = {row.id: row for row in rows if row.all_terms or mode == MODE_ANY}
     cosines, model_id = _semantic(
         user_id, query, n=max(count, scoring.SEMANTIC_POOL), also=lexical, config=config, using=using
     )
@@ -518,7 +524,7 @@ def observation_search(
         found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing)
         if type is not None:
             found = found.filter(type=type)
-        candidates.update((row.pk, row) for row in with_content_head(found, preview_chars=preview_chars))
+        candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
     if not candidates:
         return []
 
@@ -537,7 +543,7 @@ def observation_search(
             scored.append((signals, row))
     if not scored:
         return []
-    scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].pk)), reverse=True)
+    scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].id)), reverse=True)
     scored = scored[:limit]
     best = scored[0][0].value
     return [
