@@ -4,12 +4,13 @@ The demo site (``project.settings``, DEBUG off) serves a new database with 16 ac
 tokens, each with 1,000 observations, from 2 gunicorn sync workers. The same workers also serve
 the framework's floor (``benchmarks.perf_http_floor``: a bare DRF ``APIView`` with the site's
 token authentication and ``IsAuthenticated`` answering ``{"ok": true}``, and one that reads a
-small JSON body, unique per request). ``wrk`` (one thread, written in C, so the load generator
+small JSON body, unique per request, and, for the list, DRF's own ``ListAPIView`` of the same
+page). ``wrk`` (one thread, written in C, so the load generator
 costs the server little CPU) sends each endpoint's requests over 4 and then 16 keep-alive
 connections for a fixed time, going round the accounts request by request. Each endpoint's
 ``ratio`` is its throughput over the floor's of the same method and connection count, measured
 in slices taking turns with the endpoint's (the machine is shared and its speed drifts: a
-drift then slows both alike). Latencies (p50, p99) are wrk's, per request (the median slice's
+drift then slows both alike); the list's ``own_ratio`` is over DRF's own list, in the same turns. Latencies (p50, p99) are wrk's, per request (the median slice's
 p50, the worst slice's p99); ``cpu_per_request`` is the gunicorn processes' CPU time
 (from /proc) over the requests served, ``db_cpu_per_request`` that of the PostgreSQL server's
 processes (which serve anyone else using that server too).
@@ -200,6 +201,13 @@ def scenarios():
 
 
 FLOORS = {"GET": "floor GET (bare DRF)", "POST": "floor POST body (bare DRF)"}
+# Where DRF's documentation has an idiom for an endpoint's work, that idiom on the same rows
+# (benchmarks.perf_http_floor): measured in the same turns and reported as a second ratio.
+OWN_WAY = {
+    "GET observations/?page_size=10": (
+        "floor list (DRF ListAPIView)", "GET", "", lambda a: "/floor/list/?page_size=10",
+    ),
+}
 
 
 def cpu_seconds(server: subprocess.Popen) -> tuple[float, float]:
@@ -295,7 +303,10 @@ def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
                 )
                 step(f"untimed: {filled.stdout.strip().splitlines()[-1]} rows the saves queued given random "
                      "vectors (the embedded steady state)")
-            measure(scenario, connections=connections[0], seconds=1, warm_up=True)
+            own_way = OWN_WAY.get(name)
+            for warm in (scenario, own_way):
+                if warm is not None:
+                    measure(warm, connections=connections[0], seconds=1, warm_up=True)
             for n in connections:
                 if name in FLOORS.values():
                     results.append(measure(scenario, connections=n, seconds=seconds))
@@ -303,13 +314,16 @@ def run(scratch, *, seconds: float, connections=CONNECTIONS) -> list[dict]:
                 # The floor of the same method in slices taking turns with the endpoint's (floor,
                 # endpoint, endpoint, floor, ...): the shared machine's speed drifts, and a drift
                 # then slows both alike instead of whichever ran in the slower moment.
-                floor_slices, slices = [], []
+                turns = [([], floors[method]), ([], scenario)] + ([([], own_way)] if own_way else [])
                 for k in range(ROUNDS):
-                    pair = (floor_slices, floors[method]), (slices, scenario)
-                    for into, which in pair if k % 2 == 0 else reversed(pair):
+                    for into, which in turns if k % 2 == 0 else reversed(turns):
                         into.append(measure(which, connections=n, seconds=seconds / ROUNDS))
-                floor, result = merged(floor_slices), merged(slices)
+                floor, result = merged(turns[0][0]), merged(turns[1][0])
                 result.update(floor=floor["throughput"], ratio=result["throughput"] / floor["throughput"])
+                if own_way:
+                    own = merged(turns[2][0])
+                    result.update(own_way=own["endpoint"], own_ratio=result["throughput"] / own["throughput"])
+                    results.append(own)
                 results.append(result)
         return results
     finally:
