@@ -5,15 +5,15 @@ tokens, each with 1,000 observations, from 2 gunicorn sync workers. The same wor
 the framework's floor (``benchmarks.perf_http_floor``: a bare DRF ``APIView`` with the site's
 token authentication and ``IsAuthenticated`` answering ``{"ok": true}``, and one that reads a
 small JSON body, unique per request, and, for the list, DRF's own ``ListAPIView`` of the same
-page). ``wrk`` (one thread, written in C, so the load generator
-costs the server little CPU) sends each endpoint's requests over 4 and then 16 keep-alive
-connections for a fixed time, going round the accounts request by request. Each endpoint's
-``ratio`` is its throughput over the floor's of the same method and connection count, measured
-in slices taking turns with the endpoint's (the machine is shared and its speed drifts: a
-drift then slows both alike); the list's ``own_ratio`` is over DRF's own list, in the same turns. Latencies (p50, p99) are wrk's, per request (the median slice's
-p50, the worst slice's p99); ``cpu_per_request`` is the gunicorn processes' CPU time
-(from /proc) over the requests served, ``db_cpu_per_request`` that of the PostgreSQL server's
-processes (which serve anyone else using that server too).
+page). ``wrk`` (one thread, written in C, so the load generator costs the server little CPU)
+sends each endpoint's requests over 4 and then 16 keep-alive connections for a fixed time,
+going round the accounts request by request. Each endpoint's ``ratio`` is its throughput over
+the floor's of the same method and connection count, measured in slices taking turns with the
+endpoint's (the machine is shared and its speed drifts: a drift then slows both alike); the
+list's ``own_ratio`` is over DRF's own list, in the same turns. Latencies (p50, p99) are wrk's,
+per request (the median slice's p50, the worst slice's p99); ``cpu_per_request`` is the
+gunicorn processes' CPU time (from /proc) over the requests served, ``db_cpu_per_request``
+that of the PostgreSQL server's processes (which serve anyone else using that server too).
 
 ``ILAB_MEMORY_EMBEDDER= python -m benchmarks.perf --phases http`` runs it words-only (no
 vectors, no query embedding: what the faces themselves cost). Otherwise the site runs with its
