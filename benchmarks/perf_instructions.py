@@ -30,22 +30,20 @@ import tempfile
 from pathlib import Path
 
 from .perf_env import create_scratch
-from .perf_http import FLOORS, OWN_WAY, scenarios
+from .perf_http import FLOORS, OWN_WAY, ROOT, scenarios
 from .perf_timing import step
 
-ROOT = Path(__file__).resolve().parent.parent
 WARM = 30
-NAMES = {"floor GET (bare DRF)": "floor", "floor POST body (bare DRF)": "floor-body",
-         "POST sessions/start/": "start", "POST observations/": "save", "GET search (rare term)": "search",
-         "GET search (common term)": "search-common", "GET context/": "context",
-         "GET observations/?page_size=10": "list", "floor list (DRF ListAPIView)": "floor-list"}
+
+
+def slug(name: str) -> str:
+    """A scenario's name on the command line: "GET context/" is ``get-context``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def every_scenario() -> dict:
-    """The short name of every perf_http scenario (the list's own-way floor included)."""
-    found = {NAMES[s[0]]: s for s in scenarios()}
-    found.update({NAMES[s[0]]: s for s in OWN_WAY.values()})
-    return found
+    """Every perf_http scenario (the list's own-way floor included), by ``slug``."""
+    return {slug(s[0]): s for s in (*scenarios(), *OWN_WAY.values())}
 
 
 def drive(name: str, count: int, accounts_file: str) -> None:
@@ -93,7 +91,7 @@ def per_request(name: str, requests: int, accounts_file: str, env: dict) -> int:
 def main(argv) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf_instructions", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=100, help="N: the counted runs drive N and 3N requests")
-    parser.add_argument("--only", help=f"comma-separated, from: {', '.join(NAMES.values())}")
+    parser.add_argument("--only", help=f"comma-separated, from: {', '.join(every_scenario())}")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     known = every_scenario()
@@ -116,12 +114,12 @@ def main(argv) -> int:
     finally:
         os.unlink(accounts.name)
 
-    floors = {method: NAMES[floor] for method, floor in FLOORS.items()}
-    own_way = {NAMES[name]: NAMES[own[0]] for name, own in OWN_WAY.items()}
+    floors = {method: slug(floor) for method, floor in FLOORS.items()}
+    own_way = {slug(name): slug(own[0]) for name, own in OWN_WAY.items()}
     rows = []
     for name in names:
         method = known[name][1]
-        floor = counts.get(floors[method]) if not name.startswith("floor") else None
+        floor = counts.get(floors[method]) if name not in floors.values() and name not in own_way.values() else None
         own = counts.get(own_way.get(name, ""))
         rows.append({"endpoint": known[name][0], "name": name, "instructions": counts[name],
                      "floor_ratio": floor / counts[name] if floor else None,
