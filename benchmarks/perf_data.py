@@ -24,7 +24,10 @@ from datetime import datetime, timedelta, timezone
 
 from django.db import connections, transaction
 
-from ilab_memory.services import search as search_index
+from ilab_memory.services.search.index import index_rebuild
+from ilab_memory.services.search.postgresql import PG_CREATE_INDEX
+from ilab_memory.services.search.sqlite import SQLITE_TRIGGERS
+from ilab_memory.services.search.tables import OBSERVATION_TABLE
 
 from .corpus import Corpus
 from .perf_timing import Progress
@@ -76,7 +79,7 @@ class HistoryWriter:
 
     def _count_rows(self) -> int:
         with self.connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {search_index.OBSERVATION_TABLE}")
+            cursor.execute(f"SELECT count(*) FROM {OBSERVATION_TABLE}")
             return cursor.fetchone()[0]
 
     def _uuid(self) -> uuid.UUID:
@@ -164,7 +167,7 @@ class HistoryWriter:
             ]
             raw.executemany(f"INSERT INTO ilab_memory_session ({SESSION_COLUMNS}) VALUES ({_marks(9)})", session_rows)
             raw.executemany(
-                f"INSERT INTO {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) VALUES ({_marks(16)})",
+                f"INSERT INTO {OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) VALUES ({_marks(16)})",
                 observation_rows,
             )
             if blobs is not None:
@@ -179,7 +182,7 @@ class HistoryWriter:
             with cursor.copy(f"COPY ilab_memory_session ({SESSION_COLUMNS}) FROM STDIN") as copy:
                 for row in sessions:
                     copy.write_row(row)
-            with cursor.copy(f"COPY {search_index.OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) FROM STDIN") as copy:
+            with cursor.copy(f"COPY {OBSERVATION_TABLE} ({OBSERVATION_COLUMNS}) FROM STDIN") as copy:
                 for row in observations:
                     copy.write_row(row)
             if blobs is not None:
@@ -217,7 +220,7 @@ class BulkLoad:
     def __enter__(self):
         with self.connection.cursor() as cursor:
             if self.connection.vendor == "sqlite":
-                for name in search_index.SQLITE_TRIGGERS:
+                for name in SQLITE_TRIGGERS:
                     cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
             else:
                 cursor.execute("DROP INDEX IF EXISTS ilab_mem_obs_search")
@@ -228,10 +231,10 @@ class BulkLoad:
             return False
         progress = Progress("search index rebuild", 1)
         if self.connection.vendor == "sqlite":
-            search_index.index_rebuild(using=self.using)
+            index_rebuild(using=self.using)
         else:
             with self.connection.cursor() as cursor:
-                cursor.execute(search_index.PG_CREATE_INDEX)
+                cursor.execute(PG_CREATE_INDEX)
                 cursor.execute("VACUUM ANALYZE")  # the state autovacuum would reach; it then stays idle during the run
         progress.advance(1)
         progress.finish()

@@ -69,27 +69,30 @@ def baseline_search(*, user_id: str, query: str, limit: int = K, using: str = "d
     """engram's search: each whitespace word quoted, all required, equal weights, no fallback."""
     from django.db import connections
 
-    from ilab_memory.services import search
+    from ilab_memory.services.search.postgresql import tsquery_phrase
+    from ilab_memory.services.search.query import tokens
+    from ilab_memory.services.search.sqlite import SQLITE_TABLE, fts5_phrase
+    from ilab_memory.services.search.tables import OBSERVATION_TABLE
 
-    phrases = [tuple(search.tokens(word)) for word in query.split()]
+    phrases = [tuple(tokens(word)) for word in query.split()]
     phrases = [p for p in phrases if p]
     if not phrases:
         return []
     connection = connections[using]
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
-            match = " AND ".join(search._fts5_phrase(p) for p in phrases)
+            match = " AND ".join(fts5_phrase(p) for p in phrases)
             cursor.execute(
-                f"""SELECT o.id FROM {search.SQLITE_TABLE} JOIN {search.OBSERVATION_TABLE} o
-                    ON o.id = {search.SQLITE_TABLE}.observation_id
-                    WHERE {search.SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
-                    ORDER BY bm25({search.SQLITE_TABLE}, 1.0, 1.0, 1.0, 0.0, 0.0) LIMIT %s""",
+                f"""SELECT o.id FROM {SQLITE_TABLE} JOIN {OBSERVATION_TABLE} o
+                    ON o.id = {SQLITE_TABLE}.observation_id
+                    WHERE {SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
+                    ORDER BY bm25({SQLITE_TABLE}, 1.0, 1.0, 1.0, 0.0, 0.0) LIMIT %s""",
                 [match, user_id, limit],
             )
         else:
-            tsquery = " & ".join(search._tsquery_phrase(p) for p in phrases)
+            tsquery = " & ".join(tsquery_phrase(p) for p in phrases)
             cursor.execute(
-                f"""SELECT o.id FROM {search.OBSERVATION_TABLE} o
+                f"""SELECT o.id FROM {OBSERVATION_TABLE} o
                     WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ %s::tsquery
                     ORDER BY ts_rank('{{1, 1, 1, 1}}', o.search_vector, %s::tsquery, 1) DESC LIMIT %s""",
                 [user_id, tsquery, tsquery, limit],

@@ -17,6 +17,6 @@ class IlabMemoryConfig(AppConfig):
 
         from django.db.models.signals import post_migrate
 
-        from .services.search import repair_after_migrate
+        from .services.search.index import repair_after_migrate
 
         post_migrate.connect(repair_after_migrate, sender=self, dispatch_uid="ilab_memory_search_repair")

@@ -87,7 +87,7 @@ def context_score(row) -> ContextScore:
 #             mean. Raw cosines of e5 sit in a narrow band (unrelated texts near 0.75-0.8,
 #             answers 0.82-0.9), so the spread within the user's own memories is what tells
 #             an answer apart; a memory no nearer than average adds nothing.
-#   recency   a gentle tie-breaker (services/search.py: recency_factor)
+#   recency   a gentle tie-breaker (services/search/lexical.py: recency_factor)
 # A candidate with neither signal is not a result. Without an embedder the value is
 # lexical × recency, as before hybrid search. docs/search.md shows how the constants were
 # chosen on the development sets.

@@ -4,8 +4,8 @@ Django 5.2 has no ``UPDATE … RETURNING``, no per-transaction advisory lock, an
 context candidates only after fetching them all. Each function here runs one statement on the
 connection ``using``, scoped by ``user_id`` (or by an id the caller already scoped), and
 returns rows through ``fetch_rows``, each value converted exactly as the ORM converts it. The
-engine-specific full-text SQL lives with search (``services/search.py``), which reads its rows
-the same way.
+engine-specific full-text SQL lives with search (``services/search/sqlite.py`` and
+``postgresql.py``), whose rows ``services/search/lexical.py`` reads the same way.
 """
 
 from __future__ import annotations

@@ -284,7 +284,7 @@ def index_entries(observation_id) -> int:
 
 
 def test_postgresql_full_text_index_keeps_a_small_pending_list(db):
-    from ilab_memory.services.search import PG_PENDING_LIST_KB
+    from ilab_memory.services.search.postgresql import PG_PENDING_LIST_KB
 
     if connection.vendor != "postgresql":
         pytest.skip("a GIN index option of PostgreSQL")
@@ -393,7 +393,8 @@ class TestAMigrationThatAltersAField:
 
     @pytest.mark.django_db(transaction=True)
     def test_migrate_signal_repairs_the_triggers(self, tmem):
-        from ilab_memory.services.search import repair_after_migrate, sqlite_triggers_present
+        from ilab_memory.services.search.index import repair_after_migrate
+        from ilab_memory.services.search.sqlite import sqlite_triggers_present
 
         if connection.vendor != "sqlite":
             pytest.skip("PostgreSQL alters columns in place; its trigger is never dropped")

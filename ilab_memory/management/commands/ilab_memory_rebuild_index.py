@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from ilab_memory.services.search import index_rebuild
+from ilab_memory.services.search.index import index_rebuild
 
 from ._progress import Progress
 

@@ -1,0 +1,144 @@
+"""Full-text and semantic search over a user's observations (``mem_search``), ranked by SearchScore.
+
+``observation_search`` is the entry point; the parts it calls each have a module:
+
+* ``query``: folding the text the way both indexes fold it, parsing it into terms, and the
+  "any term" alternatives of the fallback.
+* ``sqlite`` and ``postgresql``: each engine's index (DDL kept in sync by triggers, so every
+  writer follows) next to the queries against it, so the two cannot drift apart. User text
+  never reaches an engine's query syntax: every token is quoted there.
+* ``index``: install, rebuild and repair the index on either engine (migrations, the rebuild
+  command, ``post_migrate``).
+* ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
+* ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
+
+Ranking and the score are explained in docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from ... import scoring
+from ...conf import Config, get_config
+from ...exceptions import ValidationError
+from ...models import Observation
+from ...selectors import with_content_head
+from ...types import ObservationCompact, observation_compact
+from ...validation import check_length, check_text, clean_type, clean_user_id
+from . import semantic
+from .index import index_install, index_rebuild, index_uninstall, repair_after_migrate
+from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
+from .postgresql import PG_CREATE_INDEX, PG_INDEX_OPTIONS, PG_PENDING_LIST_KB
+from .query import STOP_WORDS, parse_query, tokens
+from .sqlite import SQLITE_TABLE, SQLITE_TRIGGERS, sqlite_triggers_present
+from .tables import OBSERVATION_TABLE
+
+# Still importable from here, as before the split into modules (migrations 0002 and 0008 import from here).
+__all__ = [
+    "OBSERVATION_TABLE",
+    "PG_CREATE_INDEX",
+    "PG_INDEX_OPTIONS",
+    "PG_PENDING_LIST_KB",
+    "SQLITE_TABLE",
+    "SQLITE_TRIGGERS",
+    "STOP_WORDS",
+    "clean_query",
+    "index_install",
+    "index_rebuild",
+    "index_uninstall",
+    "observation_search",
+    "parse_query",
+    "repair_after_migrate",
+    "sqlite_triggers_present",
+    "tokens",
+]
+
+
+def _clean_limit(limit, config: Config) -> int:
+    if limit is None:
+        return config.SEARCH_DEFAULT_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValidationError("limit", "must be an integer >= 1.", code="invalid_integer")
+    return min(limit, config.SEARCH_MAX_LIMIT)
+
+
+def clean_query(query, config: Config) -> str:
+    query = check_text("query", query)
+    return check_length("query", query, config.MAX_QUERY_CHARS)
+
+
+def observation_search(
+    *,
+    user_id: str,
+    query: str,
+    type: str | None = None,
+    limit: int | None = None,
+    config: Config | None = None,
+    using: str = "default",
+) -> list[ObservationCompact]:
+    """The user's live observations that match ``query``, best first, each with a SearchScore.
+
+    Read-only. Raises ValidationError for a blank or over-long query, a bad type or limit.
+    """
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    query = clean_query(query, config)
+    if type is not None:
+        type = clean_type(type, allowed=None)
+    limit = _clean_limit(limit, config)
+    parsed = parse_query(query)
+    if not parsed.terms:
+        return []  # only punctuation: nothing any memory could match
+
+    preview_chars = config.PREVIEW_CHARS
+    count = limit + CANDIDATE_EXTRA
+    engine, rows = matching_rows(parsed, user_id=user_id, type=type, head=preview_chars + 1, count=count, using=using)
+    mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
+    lexical = {row.id: row for row in rows if row.all_terms or mode == MODE_ANY}
+    cosines, model_id = semantic.cosines(
+        user_id, query, n=max(count, scoring.SEMANTIC_POOL), also=lexical, config=config, using=using
+    )
+    candidates = dict(lexical)
+    missing = [pk for pk in cosines if pk not in candidates]
+    if missing:
+        found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing)
+        if type is not None:
+            found = found.filter(type=type)
+        candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
+    if not candidates:
+        return []
+
+    scored = _fuse(candidates, lexical=lexical, mode=mode, cosines=cosines, model_id=model_id, limit=limit)
+    if not scored:
+        return []
+    best = scored[0][0].value
+    return [
+        observation_compact(row, preview_chars=preview_chars, score=signals.score(
+            best=best, engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
+        ))
+        for signals, row in scored
+    ]
+
+
+def _fuse(
+    candidates: dict, *, lexical: dict, mode: str, cosines: dict, model_id: str | None, limit: int
+) -> list:
+    """The best ``limit`` of ``candidates`` as (SearchSignals, row), best first: each candidate's
+    words (``lexical`` rows' relevance), meaning (``cosines``) and recency, weighed by scoring.py.
+    A candidate found by meaning alone must score above 0 to be kept."""
+    now = timezone.now()
+    best_relevance = max((max(float(row.relevance), 0.0) for row in lexical.values()), default=0.0)
+    pool = scoring.CosinePool.of(cosines.values()) if model_id is not None else None
+    scored = []
+    for pk, row in candidates.items():
+        recency = recency_factor((now - row.updated_at).total_seconds() / 86400)
+        relevance = max(float(row.relevance), 0.0) if pk in lexical else None
+        signals = scoring.search_signals(
+            relevance=relevance, best_relevance=best_relevance, mode=mode, cosine=cosines.get(pk), pool=pool,
+            recency=recency,
+        )
+        if signals.value > 0 or relevance is not None:
+            scored.append((signals, row))
+    scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].id)), reverse=True)
+    return scored[:limit]

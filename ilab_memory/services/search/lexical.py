@@ -1,0 +1,56 @@
+"""Search by words: the engine's best matching rows for a parsed query, and how they are ranked.
+
+All terms first, any term when that finds nothing, in one SQL statement per engine
+(``sqlite.py``, ``postgresql.py``); ``mode`` says which of the two the results are. Recency
+then breaks near-ties between matches. Ranking and the score are explained in docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+from django.db import connections
+
+from ... import sql
+from ...models import Observation
+from . import postgresql, sqlite
+from .index import index_ensure
+from .query import ParsedQuery, any_terms
+
+# Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
+# should win), never strong enough to bury a much better old match.
+RECENCY_FLOOR = 0.75
+RECENCY_HALF_LIFE_DAYS = 30.0
+
+# Candidates read from the engine before recency re-ranks them and ``limit`` cuts.
+CANDIDATE_EXTRA = 20
+
+MODE_ALL, MODE_ANY = "all", "any"
+
+# What both engines' statements return, in this order.
+MATCH_COLUMNS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head", "relevance", "all_terms")
+
+
+def recency_factor(age_days: float) -> float:
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
+
+
+def matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
+    """The engine's name and its best ``count`` rows, all-terms rows first: ``MATCH_COLUMNS``, the
+    observation's own converted as the ORM would, ``relevance`` and ``all_terms`` (whether every
+    term matched). Rows, not model instances: ``Manager.raw`` cost more than running the statement
+    for the few rows of a search (see ``sql.fetch_rows``)."""
+    connection = connections[using]
+    if connection.vendor == "sqlite":
+        index_ensure(using=using)
+        all_query, any_query = sqlite.match_queries(parsed, user_id)
+        engine, statement = "sqlite-fts5-bm25", sqlite.ranked_sql(type is not None)
+        params = [head, all_query, any_query, user_id, *([type] if type else []), count]
+    elif connection.vendor == "postgresql":
+        all_query, any_query = postgresql.tsqueries(parsed)
+        alternatives = [postgresql.tsquery_phrase(term) for term in any_terms(parsed)]
+        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None)
+        params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
+    else:
+        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return engine, sql.fetch_rows(cursor, Observation, MATCH_COLUMNS, connection)

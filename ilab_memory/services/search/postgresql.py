@@ -1,0 +1,143 @@
+"""PostgreSQL's full-text search: the tsvector index and the ranked statement that reads it.
+
+A ``search_vector`` tsvector column (title A, topic_key B, content C, built from folded text
+with the ``simple`` configuration, so no language stemming and no extension) is maintained by
+a trigger, with a GIN index, so every writer follows: services, the ORM, raw SQL. The DDL is
+shared by migrations 0002 and 0008, the rebuild command (``index.py``) and the benchmarks. A
+query never reaches tsquery syntax as the user typed it: every token is quoted here
+(``tsquery_phrase``).
+"""
+
+from __future__ import annotations
+
+from .query import SEPARATOR_CLASS, ParsedQuery, any_terms
+from .tables import OBSERVATION_TABLE
+
+# -- the index -----------------------------------------------------------------------------
+
+# The GIN index keeps new entries in a pending list that every search scans until it is merged
+# (at gin_pending_list_limit, by default 4 MB, or by VACUUM). A small list keeps searches cheap
+# on a site that writes all day, for little cost to saves (benchmarks/gin_pending.py, 6,000
+# saves among the searches: rare-term search p50 2.27 → 1.72 ms, p90 2.98 → 2.09; save p50
+# 2.05 → 2.08 ms, within the run's noise).
+PG_PENDING_LIST_KB = 128
+PG_CREATE_INDEX = f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)
+    WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"""
+PG_INDEX_OPTIONS = f"ALTER INDEX ilab_mem_obs_search SET (gin_pending_list_limit = {PG_PENDING_LIST_KB})"  # 0008
+PG_CREATE = (
+    f"ALTER TABLE {OBSERVATION_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
+    # The same rule as ``query.fold``. normalize() is built in (PostgreSQL 13+, UTF8 databases).
+    f"""CREATE OR REPLACE FUNCTION ilab_memory_search_fold(value text) RETURNS text
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT regexp_replace(
+            lower(regexp_replace(normalize(coalesce(value, ''), NFD), '[\\u0300-\\u036f]', '', 'g')),
+            '{SEPARATOR_CLASS}+', ' ', 'g')
+        $$""",
+    """CREATE OR REPLACE FUNCTION ilab_memory_search_vector(title text, topic_key text, content text)
+        RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(title)), 'A')
+            || setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(topic_key)), 'B')
+            || setweight(to_tsvector('pg_catalog.simple', ilab_memory_search_fold(content)), 'C')
+        $$""",
+    """CREATE OR REPLACE FUNCTION ilab_memory_search_trigger() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.search_vector := ilab_memory_search_vector(NEW.title, NEW.topic_key, NEW.content);
+            RETURN NEW;
+        END
+        $$""",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_insert ON {OBSERVATION_TABLE}",
+    f"""CREATE TRIGGER ilab_memory_search_insert BEFORE INSERT ON {OBSERVATION_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION ilab_memory_search_trigger()""",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_update ON {OBSERVATION_TABLE}",
+    # Only when the text changed: a duplicate bump or a soft delete does not re-parse 50 KB.
+    f"""CREATE TRIGGER ilab_memory_search_update BEFORE UPDATE ON {OBSERVATION_TABLE}
+        FOR EACH ROW WHEN (OLD.title IS DISTINCT FROM NEW.title
+            OR OLD.topic_key IS DISTINCT FROM NEW.topic_key OR OLD.content IS DISTINCT FROM NEW.content)
+        EXECUTE FUNCTION ilab_memory_search_trigger()""",
+    PG_CREATE_INDEX,
+)
+PG_REBUILD = (
+    f"UPDATE {OBSERVATION_TABLE} SET search_vector = ilab_memory_search_vector(title, topic_key, content)",
+)
+PG_DROP = (
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_insert ON {OBSERVATION_TABLE}",
+    f"DROP TRIGGER IF EXISTS ilab_memory_search_update ON {OBSERVATION_TABLE}",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_trigger()",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_vector(text, text, text)",
+    "DROP FUNCTION IF EXISTS ilab_memory_search_fold(text)",
+    "DROP INDEX IF EXISTS ilab_mem_obs_search",
+    f"ALTER TABLE {OBSERVATION_TABLE} DROP COLUMN IF EXISTS search_vector",
+)
+
+
+def pg_triggers_present(connection) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname IN (%s, %s)",
+            [OBSERVATION_TABLE, "ilab_memory_search_insert", "ilab_memory_search_update"],
+        )
+        return cursor.fetchone()[0] == 2
+
+
+# -- the query -----------------------------------------------------------------------------
+
+# Field weights: title > topic_key > content, the same ratios as SQLite's SQLITE_BM25_WEIGHTS.
+PG_RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"  # ts_rank order: D, C (content), B (topic_key), A (title)
+PG_RANK_NORMALIZATION = 0  # no length division: 1 (1 + log length) and 2 (length) measured worse
+
+
+def tsquery_phrase(term: tuple[str, ...]) -> str:
+    if term[-1:] == ("*",):
+        return "(" + " <-> ".join(f"'{token}'" for token in term[:-1]) + ":*)"
+    return "(" + " <-> ".join(f"'{token}'" for token in term) + ")"
+
+
+def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
+    """The tsqueries for all terms and for any term."""
+    all_query = " & ".join(tsquery_phrase(t) for t in parsed.terms)
+    any_query = " | ".join(tsquery_phrase(t) for t in any_terms(parsed))
+    return all_query, any_query
+
+
+def ranked_sql(type_filter: bool) -> str:
+    """The ranked statement; its parameters: head, all-terms and any-term tsquery, the
+    alternatives' tsqueries (an array), user_id, [type], user_id, count."""
+    # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
+    # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
+    # live observations, the shape of FTS5's bm25, still in one statement.
+    return f"""
+        WITH q AS (SELECT %s::int AS head, %s::tsquery AS all_terms, %s::tsquery AS any_terms),
+        alternatives AS (
+            SELECT i, alternative::tsquery AS alternative
+            FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
+        ),
+        candidates AS (
+            SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+                   substr(o.content, 1, q.head) AS content_head, o.search_vector,
+                   o.search_vector @@ q.all_terms AS all_terms
+            FROM {OBSERVATION_TABLE} o, q
+            WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
+                  {"AND o.type = %s" if type_filter else ""}
+        ),
+        -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
+        -- (inlined, the planner re-ran the count, and the document frequencies per candidate:
+        -- 300 ms for a word in all of a user's 1,000 memories).
+        total AS MATERIALIZED (
+            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
+        ),
+        frequency AS MATERIALIZED (
+            SELECT a.i, a.alternative, count(c.id)::float AS df
+            FROM alternatives a LEFT JOIN candidates c ON c.search_vector @@ a.alternative
+            GROUP BY a.i, a.alternative
+        )
+        SELECT c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
+               sum(ln(1 + (total.n - f.df + 0.5) / (f.df + 0.5))
+                   * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
+               ) AS relevance,
+               c.all_terms
+        FROM candidates c CROSS JOIN frequency f CROSS JOIN total
+        WHERE c.search_vector @@ f.alternative
+        GROUP BY c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms
+        ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
+        LIMIT %s"""
