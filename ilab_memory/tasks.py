@@ -15,8 +15,7 @@ from django.db import connections
 
 from .conf import get_config
 from .embeddings import EmbeddingError
-from .models import ObservationVector
-from .services.embedding import CELERY, embed_waiting, embedder_for, pending_claimed_elsewhere
+from .services.embedding import CELERY, embed_waiting, pending_claimed_elsewhere, waiting_exists
 
 logger = logging.getLogger("ilab_memory.tasks")
 
@@ -60,10 +59,9 @@ def embed_on_worker_start(**kwargs) -> None:
     using = "default"
     try:
         config = get_config()
-        embedder = embedder_for(config)
-        if config.EMBEDDING_MODE != CELERY or embedder is None:
+        if config.EMBEDDING_MODE != CELERY:
             return
-        waiting = ObservationVector.objects.using(using).waiting(embedder.model_id).exists()
+        waiting = waiting_exists(config=config, using=using)
     except Exception as error:  # noqa: BLE001 -- a worker that cannot see the database still starts
         logger.warning("ilab_memory: could not look for rows waiting for a vector (%s)", error)
         return

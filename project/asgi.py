@@ -24,3 +24,12 @@ if settings.DEBUG:
     django_application = ASGIStaticFilesHandler(django_application)
 
 application = with_mcp(django_application, path="/mcp/")
+
+# Memories left waiting by a process that stopped before embedding them (the demo's loader, a
+# killed server) are embedded now, so the console's backlog clears without waiting for a save.
+from django.db import connections  # noqa: E402
+
+from ilab_memory.background import start_if_waiting  # noqa: E402
+
+start_if_waiting()
+connections.close_all()  # the check's own: requests run in threads of their own

@@ -18,7 +18,8 @@ def run_checks():
     return check_settings()
 
 
-def test_every_key_has_a_default():
+def test_every_key_has_a_default(settings):
+    settings.ILAB_MEMORY = {}  # the project's settings choose some (EMBEDDING_MODE under pytest)
     config = get_config()
     for key, value in DEFAULTS.items():
         assert getattr(config, key) == value
@@ -65,11 +66,19 @@ def test_unknown_key_is_reported_with_a_hint():
         {"REGISTER_ADMIN": "yes"},
         {"SEARCH_DEFAULT_LIMIT": 100, "SEARCH_MAX_LIMIT": 10},
         {"MAX_TITLE_CHARS": True},
+        {"SEARCH_EMBED_BUDGET": -1},
+        {"EMBEDDING_MODE": "threads"},
     ],
 )
 def test_bad_values_are_reported(bad):
     with override_settings(ILAB_MEMORY=bad):
         assert "ilab_memory.E003" in ids(run_checks())
+
+
+@pytest.mark.parametrize("mode", ["background", "celery", "inline"])
+def test_a_search_budget_of_zero_and_every_embedding_mode_pass_the_checks(mode):
+    with override_settings(ILAB_MEMORY={"SEARCH_EMBED_BUDGET": 0, "EMBEDDING_MODE": mode}):
+        assert run_checks() == []
 
 
 @override_settings(ILAB_MEMORY=["not", "a", "dict"])

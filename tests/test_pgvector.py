@@ -27,7 +27,7 @@ def pgvector_available() -> bool:
 def recording(transactional_db, settings):
     if not pgvector_available():
         pytest.skip("needs PostgreSQL with pgvector")
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
 
 
 def test_the_command_installs_pgvector_and_fills_vectors_stored_before(tmem):

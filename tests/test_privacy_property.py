@@ -280,10 +280,10 @@ _examples = itertools.count()
 
 @pytest.fixture
 def recording_embedder(settings):
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
 
 
-# Searches embed what they find queued (EMBEDDING_MODE "inline"): with our recording embedder
+# Searches embed their budget of what they find queued (EMBEDDING_MODE "inline"): with our recording embedder
 # every text given to it is checked too, at a fraction of the real model's cost.
 @pytest.mark.usefixtures("recording_embedder")
 @settings(

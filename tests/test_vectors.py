@@ -13,7 +13,7 @@ MODEL = RecordingEmbedder.model_id
 
 @pytest.fixture(autouse=True)
 def recording(settings):
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
     vectors.matrices.clear()
 
 

@@ -2,11 +2,14 @@
 
 A write that changes what an observation says (create, revise, update, import, restore) queues
 its ``ObservationVector`` row (``model_id`` None, ``generation`` + 1) in the writer's
-transaction. The embedding itself runs later, outside any write: on Celery workers in a site
-(``EMBEDDING_MODE = "celery"``: a task is enqueued when the write commits), or by the next
-search of that user (``"inline"``, the embedded default: read-your-writes with no worker), and
-always by ``manage.py ilab_memory_embed``. What is embedded is what is stored: text that went
-through redaction, so private text never reaches an embedder.
+transaction. The embedding itself runs later, outside any write and outside a search's reads:
+by a thread in the process that wrote (``EMBEDDING_MODE = "background"``, the default: started
+when the write commits, ``ilab_memory.background``), on Celery workers in a site (``"celery"``:
+a task is enqueued when the write commits), and always by ``manage.py ilab_memory_embed``.
+Before it reads, a search embeds at most a small fixed budget of its user's newest waiting rows
+(``embed_for_search``; not in "celery" mode) and finds the rest by their words, so no search
+waits on a backlog. What is embedded is what is stored: text that went through redaction, so
+private text never reaches an embedder.
 """
 
 from __future__ import annotations
@@ -16,17 +19,17 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
 from .. import sql, vectors
 from ..conf import Config, get_config
-from ..embeddings import configured_embedder
+from ..embeddings import EmbeddingError, configured_embedder
 from ..models import Observation, ObservationVector, VectorStamp
 
 logger = logging.getLogger("ilab_memory.embedding")
 
-INLINE, CELERY = "inline", "celery"
+BACKGROUND, CELERY, INLINE = "background", "celery", "inline"
 
 
 def passage_text(type: str, title: str, content: str) -> str:
@@ -73,6 +76,11 @@ def _after_commit(*, config: Config, using: str) -> None:
         from ..tasks import enqueue_embedding
 
         transaction.on_commit(lambda: enqueue_embedding(using=using), using=using)
+    elif config.EMBEDDING_MODE == BACKGROUND:
+        from .. import background
+
+        # robust: the write has committed; a thread that cannot start only leaves its rows queued.
+        transaction.on_commit(lambda: background.start(config=config, using=using), using=using, robust=True)
 
 
 # -- the embedding side -----------------------------------------------------------------------
@@ -84,59 +92,143 @@ def _waiting(model_id: str, using: str):
 
 def embed_waiting(*, user_id: str | None = None, config: Config | None = None, using: str = "default",
                   batch_size: int | None = None, max_batches: int | None = None, progress=None) -> int:
-    """Embed rows waiting for a vector (one user's, or everyone's oldest first); returns how many
-    were stored. Each batch is claimed (skipped by other workers until stored or the lease
-    lapses), embedded outside any transaction, and stored only where the row is still the
-    generation that was read. Raises EmbeddingError when the backend fails (nothing is lost:
-    the rows stay queued)."""
+    """Embed rows waiting for a vector (one user's, or everyone's oldest first) batch after batch
+    until none can be claimed; returns how many were stored. Raises EmbeddingError when the
+    backend fails (nothing is lost: the rows stay queued)."""
     config = config or get_config()
-    embedder = embedder_for(config)
-    if embedder is None:
-        return 0
-    batch_size = batch_size or config.EMBED_BATCH_SIZE
     stored = batches = 0
     while max_batches is None or batches < max_batches:
-        claimed = _claim(embedder.model_id, user_id=user_id, size=batch_size, using=using)
-        if not claimed:
+        done = embed_batch(user_id=user_id, size=batch_size, config=config, using=using)
+        if done is None:
             break
         batches += 1
-        texts = [passage_text(row.observation.type, row.observation.title, row.observation.content) for row in claimed]
-        try:
-            matrix = embedder.embed_passages(texts)
-        except Exception:
-            _release(claimed, using=using)
-            raise
-        stored += _store(claimed, matrix, embedder=embedder, using=using)
+        stored += done
         if progress is not None:
             progress(stored)
     return stored
 
 
+def embed_batch(*, config: Config, using: str, user_id: str | None = None, size: int | None = None,
+                newest_first: bool = False, on_claim=None) -> int | None:
+    """Claim one batch of waiting rows (skipped by other workers until stored or the lease
+    lapses), embed it outside any transaction, and store each vector only where the row is still
+    the generation that was read; returns how many were stored, or None when nothing could be
+    claimed (nothing waits, or only under others' leases). ``on_claim(rows)`` is called with the
+    claimed rows before the claim commits. Raises EmbeddingError when the backend fails (the
+    batch is released: its rows stay queued)."""
+    embedder = embedder_for(config)
+    if embedder is None:
+        return None
+    claimed = _claim(embedder.model_id, user_id=user_id, size=size or config.EMBED_BATCH_SIZE,
+                     newest_first=newest_first, lease_seconds=config.EMBED_LEASE_SECONDS, on_claim=on_claim,
+                     using=using)
+    if not claimed:
+        return None
+    texts = [passage_text(row.observation.type, row.observation.title, row.observation.content) for row in claimed]
+    try:
+        matrix = embedder.embed_passages(texts)
+    except Exception:
+        _release(claimed, using=using)
+        raise
+    return _store(claimed, matrix, embedder=embedder, using=using)
+
+
+def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
+    """Before a search reads: embed at most ``SEARCH_EMBED_BUDGET`` of the user's waiting
+    memories, newest first (what was just saved is what is likeliest to be asked about), in one
+    batch; returns how many were stored. Nothing in "celery" mode (workers embed). The rest is
+    found by its words until the background embedder, a worker or ``ilab_memory_embed`` reaches
+    it: no search waits on a backlog. An embedder that fails is logged and leaves its rows
+    queued; the search goes on."""
+    budget = config.SEARCH_EMBED_BUDGET
+    if config.EMBEDDING_MODE == CELERY or not budget:
+        return 0
+    claimed: list[ObservationVector] = []
+    try:
+        stored = embed_batch(user_id=user_id, size=budget, newest_first=True, on_claim=claimed.extend,
+                             config=config, using=using)
+    except EmbeddingError as error:
+        logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
+        return 0
+    if config.EMBEDDING_MODE == BACKGROUND:
+        _share_with_background(user_id, claimed=claimed, budget=budget, config=config, using=using)
+    return stored or 0
+
+
+def _share_with_background(user_id: str, *, claimed, budget: int, config: Config, using: str) -> None:
+    from .. import background
+
+    # Rows within the budget that this process's background embedder claimed first (it starts
+    # on the save's commit: a search right after a save meets the saved row in its hands). Its
+    # batch is stored before the search reads, as if the search had embedded them itself; rows
+    # older than the budget are not waited for. Not inside a caller's transaction, which may
+    # hold the lock the thread needs to store them.
+    if not transaction.get_connection(using).in_atomic_block:
+        newer_than = None if len(claimed) < budget else min(_queue_key(row) for row in claimed)
+        background.wait_for_held(user_id=user_id, newer_than=newer_than, using=using,
+                                 timeout=config.EMBED_LEASE_SECONDS)
+    if len(claimed) == budget:
+        # A full budget: more may wait (a process that queued them stopped before embedding).
+        background.start(config=config, using=using)
+
+
+def _queue_key(row: ObservationVector) -> tuple:
+    """A waiting row's place in its queue, as claims order it (newest last)."""
+    return row.queued_at, row.pk
+
+
+def waiting_exists(*, config: Config, using: str) -> bool:
+    """Whether any row waits for a vector of the configured model (False without an embedder)."""
+    embedder = embedder_for(config)
+    return embedder is not None and _waiting(embedder.model_id, using).exists()
+
+
+def next_lease_lapse(*, config: Config, using: str) -> datetime | None:
+    """When the first lease on a waiting row lapses (a batch another worker holds, or held when
+    it died), or None when no waiting row is under a lease."""
+    embedder = embedder_for(config)
+    if embedder is None:
+        return None
+    leased = _waiting(embedder.model_id, using).filter(claimed_until__isnull=False)
+    return leased.aggregate(first=Min("claimed_until"))["first"]
+
+
 def pending_claimed_elsewhere(*, config: Config, using: str) -> bool:
     """Whether rows still wait under another worker's lease (it may have died holding them)."""
-    embedder = embedder_for(config)
-    return embedder is not None and _waiting(embedder.model_id, using).filter(claimed_until__isnull=False).exists()
+    return next_lease_lapse(config=config, using=using) is not None
 
 
-def _claim(model_id: str, *, user_id: str | None, size: int, using: str) -> list[ObservationVector]:
+def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool, lease_seconds: int,
+           using: str, on_claim=None) -> list[ObservationVector]:
     """A batch to embed: everyone's waiting rows, oldest first; or one user's queued rows only
-    (a search's check, read through that user's partial index: rows of an older model wait
-    for a worker or ``ilab_memory_embed``, and are found by their words meanwhile)."""
+    (a search's budget, read through that user's partial index: rows of an older model wait
+    for a worker or ``ilab_memory_embed``, and are found by their words meanwhile).
+
+    Exclusive across processes: on PostgreSQL the rows are locked (SKIP LOCKED), on SQLite the
+    transaction takes the database's write lock when it begins (``transaction_mode =
+    "IMMEDIATE"``, as embedded mode and the demo set it; system check W001), so a second
+    claimer reads the rows only after the first one's lease is on them."""
     now = timezone.now()
+    if user_id is None:
+        rows = _waiting(model_id, using)
+    else:
+        rows = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
+    rows = rows.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+    if user_id is not None and not rows.exists():
+        return []  # a search with nothing to embed takes no write lock
+    order = ("-queued_at", "-id") if newest_first else ("queued_at", "id")
     with transaction.atomic(using=using):
-        if user_id is None:
-            rows = _waiting(model_id, using)
-        else:
-            rows = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
-        rows = rows.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         rows = list(
             rows.select_for_update(skip_locked=True, of=("self",)).select_related("observation")
-            .only("id", "generation", "user_id", "observation__type", "observation__title", "observation__content")
-            .order_by("queued_at", "id")[:size]
+            .only("id", "generation", "user_id", "queued_at",
+                  "observation__type", "observation__title", "observation__content")
+            .order_by(*order)[:size]
         )
         if rows:
-            lease = timedelta(seconds=get_config().EMBED_LEASE_SECONDS)
+            lease = timedelta(seconds=lease_seconds)
             ObservationVector.objects.using(using).filter(pk__in=[r.pk for r in rows]).update(claimed_until=now + lease)
+            if on_claim is not None:
+                on_claim(rows)
     return rows
 
 

@@ -17,8 +17,9 @@ import sys
 def open_memory(backend: str, target: str):
     from ilab_memory import ILabMemory
 
+    # These suites measure writes: no background embedder competes with them for the cores.
     if backend == "sqlite":
-        return ILabMemory.from_path(target)
+        return ILabMemory.from_path(target, embedding_mode="inline")
     import django
     from django.conf import settings
 
@@ -30,7 +31,7 @@ def open_memory(backend: str, target: str):
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
     )
     django.setup()
-    return ILabMemory()
+    return ILabMemory(embedding_mode="inline")
 
 
 def emit(**fields) -> None:

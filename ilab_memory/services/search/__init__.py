@@ -26,6 +26,7 @@ from ...models import Observation
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import check_length, check_text, clean_type, clean_user_id
+from .. import embedding
 from . import semantic
 from .index import index_install, index_rebuild, index_uninstall, repair_after_migrate
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
@@ -79,7 +80,9 @@ def observation_search(
 ) -> list[ObservationCompact]:
     """The user's live observations that match ``query``, best first, each with a SearchScore.
 
-    Read-only. Raises ValidationError for a blank or over-long query, a bad type or limit.
+    Writes only the vectors of its budget of the user's waiting memories (``embedding.
+    embed_for_search``), before it reads; the ranking is read-only. Raises ValidationError for
+    a blank or over-long query, a bad type or limit.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
@@ -90,6 +93,9 @@ def observation_search(
     parsed = parse_query(query)
     if not parsed.terms:
         return []  # only punctuation: nothing any memory could match
+
+    # The one write, before any read: what the user saved last is found by its meaning too.
+    embedding.embed_for_search(user_id=user_id, config=config, using=using)
 
     preview_chars = config.PREVIEW_CHARS
     count = limit + CANDIDATE_EXTRA

@@ -20,8 +20,6 @@ def cosines(user_id: str, query: str, *, n: int, also, config: Config, using: st
     if embedder is None:
         return {}, None
     try:
-        if config.EMBEDDING_MODE == embedding.INLINE:
-            embedding.embed_waiting(user_id=user_id, config=config, using=using)
         vector = embedder.embed_query(redact(query).text)  # a query's private block stays with the caller
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)

