@@ -154,7 +154,7 @@ def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
     return totals
 
 
-def run_set(path: Path, *, details: bool) -> dict:
+def run_set(path: Path, *, details: bool, embedder=None) -> dict:
     from django.db import connection
 
     from ilab_memory.conf import get_config
@@ -164,8 +164,9 @@ def run_set(path: Path, *, details: bool) -> dict:
 
     data = json.loads(path.read_text(encoding="utf-8"))
     keys = load(data)  # {observation id as 32 hex digits: set key}
-    queue_missing()
-    embed_waiting()
+    hybrid = get_config({"EMBEDDER": embedder}) if embedder is not None else None
+    queue_missing(config=hybrid)
+    embed_waiting(config=hybrid)
     owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
     lexical_only = get_config({"EMBEDDER": None})
 
@@ -180,7 +181,7 @@ def run_set(path: Path, *, details: bool) -> dict:
         return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
 
     results = {
-        "hybrid": evaluate(data, searcher(), owner_of),
+        "hybrid": evaluate(data, searcher(hybrid), owner_of),
         "lexical": evaluate(data, searcher(lexical_only), owner_of),
         "baseline": evaluate(data, baseline, owner_of),
     }
@@ -226,6 +227,7 @@ def main(argv=None) -> int:
     parser.add_argument("--details", action="store_true", help="print each query that is not perfect")
     parser.add_argument("--json", help="write the metrics and rankings to this file")
     parser.add_argument("--agreement", nargs=2, metavar="RUN.json", help="compare the top-3 of two runs")
+    parser.add_argument("--vector-cache", help="keep the vectors in this folder (benchmarks.conversations' cache)")
     args = parser.parse_args(argv)
     if args.agreement:
         return agreement(*args.agreement)
@@ -236,7 +238,15 @@ def main(argv=None) -> int:
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        report = {Path(path).name: run_set(Path(path), details=args.details) for path in args.paths}
+        embedder = None
+        if args.vector_cache:
+            from benchmarks.conversations import CachedEmbedder
+            from ilab_memory.embeddings import configured_embedder
+
+            embedder = CachedEmbedder(configured_embedder("default"), Path(args.vector_cache))
+        report = {Path(path).name: run_set(Path(path), details=args.details, embedder=embedder) for path in args.paths}
+        if embedder is not None:
+            embedder.save()
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:

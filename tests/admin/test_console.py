@@ -120,7 +120,8 @@ def test_user_page_search_is_mem_search_with_its_score_breakdown(admin_client, m
     response = admin_client.get(user_url("alice", q="editor tabs"))
     (result, why), = response.context["results"]
     expected = mem.mem_search("alice", "editor tabs")[0]
-    assert result == expected
+    assert result.id == expected.id and result.score.breakdown.keys() == expected.score.breakdown.keys()
+    assert result.score.value == pytest.approx(expected.score.value)  # the clock moved between the two
     assert dict(why)["mode"] == "all" and "engine" in dict(why)
     body = response.content.decode()
     assert "ilab-breakdown" in body and "relevance" in body

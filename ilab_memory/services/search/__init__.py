@@ -11,6 +11,8 @@
   command, ``post_migrate``).
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
 * ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
+* ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
+  result needs.
 
 Ranking and the score are explained in docs/scoring.md.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from ... import scoring
 from ...conf import Config, get_config
 from ...exceptions import ValidationError
 from ...models import Observation
@@ -27,7 +28,7 @@ from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import check_length, check_text, clean_type, clean_user_id
 from .. import embedding
-from . import semantic
+from . import fusion, semantic
 from .index import index_install, index_rebuild, index_uninstall, repair_after_migrate
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
 from .postgresql import PG_CREATE_INDEX, PG_INDEX_OPTIONS, PG_PENDING_LIST_KB
@@ -101,9 +102,9 @@ def observation_search(
     count = limit + CANDIDATE_EXTRA
     engine, rows = matching_rows(parsed, user_id=user_id, type=type, head=preview_chars + 1, count=count, using=using)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
-    lexical = {row.id: row for row in rows if row.all_terms or mode == MODE_ANY}
+    lexical = {row.id: row for row in rows}
     cosines, model_id = semantic.cosines(
-        user_id, query, n=max(count, scoring.SEMANTIC_POOL), also=lexical, config=config, using=using
+        user_id, query, n=max(count, fusion.POOL_SIZE), also=lexical, config=config, using=using
     )
     candidates = dict(lexical)
     missing = [pk for pk in cosines if pk not in candidates]
@@ -112,39 +113,30 @@ def observation_search(
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
-    if not candidates:
-        return []
-
-    scored = _fuse(candidates, lexical=lexical, mode=mode, cosines=cosines, model_id=model_id, limit=limit)
-    if not scored:
-        return []
-    best = scored[0][0].value
+    scored = _fuse(candidates, engine=engine, mode=mode, lexical=lexical, cosines=cosines, model_id=model_id, limit=limit)
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(
-            best=best, engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
+            engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
         ))
         for signals, row in scored
     ]
 
 
-def _fuse(
-    candidates: dict, *, lexical: dict, mode: str, cosines: dict, model_id: str | None, limit: int
-) -> list:
-    """The best ``limit`` of ``candidates`` as (SearchSignals, row), best first: each candidate's
-    words (``lexical`` rows' relevance), meaning (``cosines``) and recency, weighed by scoring.py.
-    A candidate found by meaning alone must score above 0 to be kept."""
+def _fuse(candidates: dict, *, engine: str, mode: str, lexical: dict, cosines: dict, model_id: str | None,
+          limit: int) -> list:
+    """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
+    each candidate's words (``lexical`` rows' relevance), meaning (``cosines``) and recency."""
     now = timezone.now()
-    best_relevance = max((max(float(row.relevance), 0.0) for row in lexical.values()), default=0.0)
-    pool = scoring.CosinePool.of(cosines.values()) if model_id is not None else None
+    pool = fusion.CosinePool.of(cosines.values()) if model_id is not None else None
     scored = []
     for pk, row in candidates.items():
-        recency = recency_factor((now - row.updated_at).total_seconds() / 86400)
-        relevance = max(float(row.relevance), 0.0) if pk in lexical else None
-        signals = scoring.search_signals(
-            relevance=relevance, best_relevance=best_relevance, mode=mode, cosine=cosines.get(pk), pool=pool,
-            recency=recency,
+        match = lexical.get(pk)
+        signals = fusion.signals(
+            engine=engine, mode=mode, relevance=float(match.relevance) if match else None,
+            all_terms=bool(match and match.all_terms), cosine=cosines.get(pk), pool=pool,
+            recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
         )
-        if signals.value > 0 or relevance is not None:
+        if signals.evidence:
             scored.append((signals, row))
     scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].id)), reverse=True)
     return scored[:limit]

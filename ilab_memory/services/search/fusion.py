@@ -1,0 +1,110 @@
+"""Fusion: one SearchScore per candidate from its words, its meaning and its age.
+
+value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
+
+  lexical   ALL_TERMS_SHARE when the memory holds every term of the query, plus the rest of one
+            by its relevance: (1 − ALL_TERMS_SHARE) × relevance / (relevance + LEXICAL_HALF).
+            Relevance is the engine's own (bm25 on SQLite, idf-weighted ts_rank on PostgreSQL)
+            on one absolute scale, never divided by the query's best match, so a weak match
+            scores low whatever else the user has. Holding every term counts on its own because
+            a rare word's weight depends on the collection (in a new memory file every word is
+            rare or common by chance), while "the memory holds all you asked" does not.
+  semantic  standing / STANDING_SPAN, within [0, 1]: ``standing`` is how many standard deviations
+            the memory's cosine lies above the query's pool (its POOL_SIZE nearest memories and
+            one imagined unrelated memory). e5's raw cosines crowd into a narrow band whose place
+            moves with the query, so a memory's standing among the user's own memories is what
+            tells an answer apart.
+  recency   a gentle tie-breaker (``lexical.recency_factor``)
+
+The value lies in [0, 1] and means the same for every query: 1 is every term of the query, at
+full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
+with evidence: every term of the query; some of them when no memory holds them all; or a cosine
+above the pool's mean. docs/search.md shows how the constants were chosen and what was tried.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from ...types import SearchScore
+
+LEXICAL_WEIGHT = 0.6
+SEMANTIC_WEIGHT = 0.7
+ALL_TERMS_SHARE = 0.5
+# Relevance at which its part of ``lexical`` is half full, per engine: bm25 sums idf × a saturated term
+# frequency; PostgreSQL's ts_rank is a fraction of one per term.
+LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 2.0}
+
+POOL_SIZE = 20
+STANDING_SPAN = 3.0
+# The imagined memory of the pool, at the cosine unrelated memories typically have with
+# e5-small: it keeps the spread meaningful for a user with one or two memories.
+PRIOR_COSINE, PRIOR_DEVIATION, PRIOR_WEIGHT = 0.80, 0.02, 1
+
+
+class CosinePool(NamedTuple):
+    """Mean and standard deviation of the cosines of a query's nearest memories."""
+
+    mean: float
+    deviation: float
+
+    @classmethod
+    def of(cls, cosines) -> "CosinePool":
+        nearest = sorted(cosines, reverse=True)[:POOL_SIZE]
+        n = len(nearest) + PRIOR_WEIGHT
+        mean = (sum(nearest) + PRIOR_WEIGHT * PRIOR_COSINE) / n
+        spread = sum((c - mean) ** 2 for c in nearest) + PRIOR_WEIGHT * (PRIOR_DEVIATION**2 + (PRIOR_COSINE - mean) ** 2)
+        return cls(mean, math.sqrt(spread / n))
+
+    def standing(self, cosine: float | None) -> float | None:
+        if cosine is None or self.deviation <= 0:
+            return None
+        return (cosine - self.mean) / self.deviation
+
+
+class Signals(NamedTuple):
+    relevance: float | None
+    all_terms: bool
+    lexical: float
+    cosine: float | None
+    standing: float | None
+    semantic: float
+    recency: float
+    value: float
+    evidence: bool
+
+    def score(self, *, engine: str, mode: str, terms: int, model_id: str | None) -> SearchScore:
+        breakdown = {
+            "engine": engine, "mode": mode, "terms": terms, "relevance": self.relevance,
+            "all_terms": self.all_terms, "lexical": self.lexical, "recency": self.recency,
+        }
+        if model_id is not None:
+            breakdown.update(
+                model=model_id, cosine=self.cosine, standing=self.standing, semantic=self.semantic,
+                weights={"lexical": LEXICAL_WEIGHT, "semantic": SEMANTIC_WEIGHT},
+            )
+        return SearchScore(value=self.value, breakdown=breakdown)
+
+
+def signals(*, engine: str, mode: str, relevance: float | None, all_terms: bool, cosine: float | None,
+            pool: CosinePool | None, recency: float) -> Signals:
+    """One candidate's signals: ``relevance`` None when no word matched, ``all_terms`` whether
+    every term did, ``cosine`` None without a vector (yet), ``pool`` None when the query has no
+    vector (words only: the value is then ``lexical × recency``).
+
+    ``mode`` is "all" when some memory of the user holds every term: a memory holding only some
+    of them is then evidence only by its meaning, as a search box returns only the memories
+    that hold every word when there are any."""
+    relevance = max(relevance, 0.0) if relevance is not None else None
+    lexical = 0.0
+    if relevance is not None:
+        lexical = ALL_TERMS_SHARE * all_terms + (1 - ALL_TERMS_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
+    words = all_terms or (relevance is not None and mode == "any")
+    if pool is None:
+        return Signals(relevance, all_terms, lexical, None, None, 0.0, recency, lexical * recency, words)
+    standing = pool.standing(cosine)
+    semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
+    value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
+    evidence = words or (standing is not None and standing > 0)
+    return Signals(relevance, all_terms, lexical, cosine, standing, semantic, recency, value, evidence)
