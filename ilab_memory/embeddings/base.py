@@ -39,7 +39,11 @@ class Embedder(abc.ABC):
 
     @abc.abstractmethod
     def embed_passages(self, texts: Sequence[str]) -> numpy.ndarray:
-        """Embed documents to store: an ``(len(texts), dimensions)`` float32 array, rows of norm 1."""
+        """Embed documents to store: an ``(len(texts), dimensions)`` float32 array, rows of norm 1.
+
+        One row per text, whatever its length: a text longer than the model's window is
+        embedded whole (the default backend in pieces), not cut short.
+        """
 
     @abc.abstractmethod
     def embed_query(self, text: str) -> numpy.ndarray:

