@@ -250,12 +250,15 @@ def run_level(level: str, questions: list[dict], *, mem, embedder, config, detai
     embedded = time.monotonic()
 
     systems = {"ours": {}, "bm25": {}, "dense": {}}
+    top_values: list[float] = []
     for q in questions:
         user_id = f"{level}-{q['question_id']}"
         if not relevant[user_id]:
             continue  # the answer is not in a user turn (turn level): not scored
         with time_machine.travel(parse_date(q["question_date"]), tick=False):
-            found = [r.id.replace("-", "") for r in mem.mem_search(user_id, q["question"], limit=10)]
+            results = mem.mem_search(user_id, q["question"], limit=10)
+        found = [r.id.replace("-", "") for r in results]
+        top_values.append(results[0].score.value if results else 0.0)
         rankings = {
             "ours": found,
             "bm25": bm25_ranking(docs[user_id], tokens(q["question"])),
@@ -272,6 +275,7 @@ def run_level(level: str, questions: list[dict], *, mem, embedder, config, detai
         "seconds": {"load": round(loaded - started, 1), "embed": round(embedded - loaded, 1),
                     "search": round(searched - embedded, 1)},
         "systems": {name: summarize(per_question) for name, per_question in systems.items()},
+        "top_value_median": sorted(top_values)[len(top_values) // 2] if top_values else 0.0,
     }
     report["nonsense"] = nonsense(mem, docs, questions, level)
     print_level(report)
@@ -300,6 +304,7 @@ def nonsense(mem, docs: dict, questions: list[dict], level: str) -> dict:
 
     rng = random.Random(7)
     asked = empty = 0
+    tops = []
     for q in questions:
         user_id = f"{level}-{q['question_id']}"
         vocabulary = {word for words in docs[user_id].values() for word in words}
@@ -307,8 +312,12 @@ def nonsense(mem, docs: dict, questions: list[dict], level: str) -> dict:
         unrelated = [u for u in UNRELATED if not (set(tokens(u)) - STOP_WORDS) & vocabulary]
         for query in letters + unrelated[:2]:
             asked += 1
-            empty += not mem.mem_search(user_id, query, limit=10)
-    return {"asked": asked, "empty": empty, "share": empty / asked if asked else 0.0}
+            results = mem.mem_search(user_id, query, limit=10)
+            empty += not results
+            tops.append(results[0].score.value if results else 0.0)
+    tops.sort()
+    return {"asked": asked, "empty": empty, "share": empty / asked if asked else 0.0,
+            "top_value_median": tops[len(tops) // 2] if tops else 0.0, "top_value_p95": tops[int(len(tops) * 0.95)] if tops else 0.0}
 
 
 def print_level(report: dict) -> None:
@@ -324,7 +333,9 @@ def print_level(report: dict) -> None:
         cells = ["/".join(f"{row[name]:.3f}" for row in rows) for name in names]
         print(f"{label[:26]:26}{rows[0]['n']:4d}" + "".join(f"{cell:>22}" for cell in cells))
     n = report["nonsense"]
-    print(f"nonsense and unrelated queries with no result: {n['empty']}/{n['asked']} ({n['share']:.0%})")
+    print(f"nonsense and unrelated queries with no result: {n['empty']}/{n['asked']} ({n['share']:.0%}); "
+          f"their best result's value: median {n['top_value_median']:.3f}, 95th percentile {n['top_value_p95']:.3f}; "
+          f"the questions' best result's value: median {report['top_value_median']:.3f}")
 
 
 def main(argv=None) -> int:
