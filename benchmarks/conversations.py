@@ -9,14 +9,15 @@ at the question's date. Three granularities:
 
 * ``session``: each chat session one observation (title its first user turn, content its user
   turns as ``user: …`` lines, LongMemEval's user-turn key). recall_any@5, recall_all@5,
-  recall_all@10 and nDCG@10 over the answer sessions (LongMemEval's own metrics).
+  recall_all@10 (LongMemEval's metrics) and the standard nDCG@10 (binary gains) over the answer
+  sessions.
 * ``turn``: each user turn one observation. recall_all@5 / @10 of the turns that hold the
   answer, and hit@5, over the questions whose answer is in a user turn.
 * ``whole``: each session one observation holding the whole conversation (``user: …`` /
   ``assistant: …``), for long memories; the first ``--whole-questions`` questions only.
 
 Beside ``ours`` (``mem_search``) the same run ranks the same observations with plain BM25
-(Okapi, k1 1.5, b 0.75, every query word, no stop words) and with our stored vectors alone
+(Okapi, k1 1.5, b 0.75, Lucene's idf, over the same title and content, every query word) and with our stored vectors alone
 (``dense``). A ``nonsense`` pass searches each user for random letter strings and for questions
 on subjects that user's conversations never touch: the share that returns nothing.
 
@@ -299,7 +300,10 @@ def summarize(per_question: dict) -> dict:
 
 
 def nonsense(mem, docs: dict, questions: list[dict], level: str) -> dict:
-    """Share of random letter strings and unrelated questions that return no result."""
+    """Share of random letter strings and unrelated questions that return no result, searched at
+    the question's date like the question."""
+    import time_machine
+
     from ilab_memory.services.search import STOP_WORDS, tokens
 
     rng = random.Random(7)
@@ -312,7 +316,8 @@ def nonsense(mem, docs: dict, questions: list[dict], level: str) -> dict:
         unrelated = [u for u in UNRELATED if not (set(tokens(u)) - STOP_WORDS) & vocabulary]
         for query in letters + unrelated[:2]:
             asked += 1
-            results = mem.mem_search(user_id, query, limit=10)
+            with time_machine.travel(parse_date(q["question_date"]), tick=False):
+                results = mem.mem_search(user_id, query, limit=10)
             empty += not results
             tops.append(results[0].score.value if results else 0.0)
     tops.sort()
@@ -367,8 +372,9 @@ def main(argv=None) -> int:
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     reports = []
     try:
-        mem = ILabMemory(embedder=embedder)
-        config = get_config({"EMBEDDER": embedder})
+        # Inline: no background thread, so the load and the embedding are timed apart.
+        mem = ILabMemory(embedder=embedder, embedding_mode="inline")
+        config = get_config({"EMBEDDER": embedder, "EMBEDDING_MODE": "inline"})
         print(f"engine: {connection.vendor}   model: {embedder.model_id}")
         for level in levels:
             subset = questions[: args.whole_questions] if level == "whole" else questions

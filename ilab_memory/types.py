@@ -63,7 +63,7 @@ class ContextScore(_Score):
 
 @dataclass(frozen=True, eq=False)
 class SearchScore(_Score):
-    """Ranks search results: full-text relevance normalized to (0, 1]."""
+    """Ranks search results: words and meaning on one scale, [0, 1] (services/search/fusion.py)."""
 
 
 @dataclass(frozen=True)

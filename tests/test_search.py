@@ -71,7 +71,7 @@ def corpus(mem, clock):
 )
 def test_same_corpus_gives_the_expected_top_results(mem, corpus, query, expected_top):
     results = mem.mem_search(corpus, query)
-    assert titles(results)[:3] == expected_top
+    assert titles(results)[: len(expected_top)] == expected_top
 
 
 def test_title_match_outranks_content_match(mem, clock):
@@ -87,10 +87,12 @@ def test_topic_key_words_are_searchable(mem, corpus):
 
 # -- modes and scores ----------------------------------------------------------------------
 
-def test_all_terms_mode_returns_only_rows_holding_every_term(mem, corpus):
+def test_rows_holding_every_term_come_first(mem, corpus):
     results = mem.mem_search(corpus, "celery backoff")
-    assert titles(results) == ["Celery retry policy"]
-    assert results[0].score.breakdown["mode"] == "all"
+    assert titles(results)[0] == "Celery retry policy"
+    assert results[0].score.breakdown["mode"] == "all" and results[0].score.breakdown["all_terms"]
+    assert not any(r.score.breakdown["all_terms"] for r in results[1:])
+    assert all(r.score.value < results[0].score.value / 2 for r in results[1:])
 
 
 def test_any_term_fallback_when_no_row_holds_every_term(mem, corpus):
@@ -100,7 +102,9 @@ def test_any_term_fallback_when_no_row_holds_every_term(mem, corpus):
 
 
 def test_quoted_phrase_needs_adjacent_words(mem, corpus):
-    assert titles(mem.mem_search(corpus, '"retry policy"')) == ["Celery retry policy"]
+    results = mem.mem_search(corpus, '"retry policy"')
+    assert titles(results)[0] == "Celery retry policy"
+    assert [r.title for r in results if r.score.breakdown["all_terms"]] == ["Celery retry policy"]
     assert mem.mem_search(corpus, '"policy retry"')[0].score.breakdown["mode"] == "any"
 
 

@@ -148,7 +148,7 @@ class ContextQuerySerializer(serializers.Serializer):
 
 
 class SearchQuerySerializer(serializers.Serializer):
-    q = StrictCharField(help_text=_("Words and \"quoted phrases\"; all must match, else any."))
+    q = StrictCharField(help_text=_("Words and \"quoted phrases\"; memories holding every term rank first."))
     type = StrictCharField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 

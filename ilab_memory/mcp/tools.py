@@ -275,8 +275,8 @@ def _search(memory, user_id, args):
     data = {"results": results}
     if not results:
         return data, "No memories matched. Try other words, fewer terms, or mem_context."
-    mode = results[0]["score"]["breakdown"].get("mode")
-    head = f"{_memories(len(results))} matched" + (" every term" if mode == "all" else " some terms" if mode else "")
+    whole = sum(bool(result["score"]["breakdown"].get("all_terms")) for result in results)
+    head = f"{_memories(len(results))} found" + (f" ({whole} holding every term)" if whole else "")
     return data, head + ", best first:\n" + _compact_list(results, "")
 
 
@@ -404,9 +404,9 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ),
         ToolSpec(
             "mem_search", "Search memories",
-            "Full-text search of the user's memories, best first. Words and \"quoted phrases\"; all terms must "
-            "match, and when nothing does, any term may (the score's breakdown says which mode ran). Results "
-            "are previews: read one in full with mem_get_observation. Read-only.",
+            "Full-text search of the user's memories, best first. Words and \"quoted phrases\", and meaning: memories "
+            "holding every term rank first, memories holding some of them or close in meaning follow (the "
+            "score's breakdown says which: all_terms, standing). Results are previews: read one in full with mem_get_observation. Read-only.",
             _object({
                 **user,
                 "query": {"type": "string", "minLength": 1, "maxLength": config.MAX_QUERY_CHARS,

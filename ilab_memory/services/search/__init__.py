@@ -113,7 +113,7 @@ def observation_search(
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
-    scored = _fuse(candidates, engine=engine, mode=mode, lexical=lexical, cosines=cosines, model_id=model_id, limit=limit)
+    scored = _fuse(candidates, engine=engine, lexical=lexical, cosines=cosines, model_id=model_id, limit=limit)
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(
             engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
@@ -122,8 +122,7 @@ def observation_search(
     ]
 
 
-def _fuse(candidates: dict, *, engine: str, mode: str, lexical: dict, cosines: dict, model_id: str | None,
-          limit: int) -> list:
+def _fuse(candidates: dict, *, engine: str, lexical: dict, cosines: dict, model_id: str | None, limit: int) -> list:
     """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
     each candidate's words (``lexical`` rows' relevance), meaning (``cosines``) and recency."""
     now = timezone.now()
@@ -132,7 +131,7 @@ def _fuse(candidates: dict, *, engine: str, mode: str, lexical: dict, cosines: d
     for pk, row in candidates.items():
         match = lexical.get(pk)
         signals = fusion.signals(
-            engine=engine, mode=mode, relevance=float(match.relevance) if match else None,
+            engine=engine, relevance=float(match.relevance) if match else None,
             all_terms=bool(match and match.all_terms), cosine=cosines.get(pk), pool=pool,
             recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
         )

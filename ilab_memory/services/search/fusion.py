@@ -18,8 +18,8 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
 
 The value lies in [0, 1] and means the same for every query: 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
-with evidence: every term of the query; some of them when no memory holds them all; or a cosine
-above the pool's mean. docs/search.md shows how the constants were chosen and what was tried.
+with evidence: a word of the query (not one of a question's function words, see
+``query.any_terms``), or a cosine above the pool's mean. docs/search.md shows how the constants were chosen and what was tried.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ SEMANTIC_WEIGHT = 0.7
 ALL_TERMS_SHARE = 0.5
 # Relevance at which its part of ``lexical`` is half full, per engine: bm25 sums idf × a saturated term
 # frequency; PostgreSQL's ts_rank is a fraction of one per term.
-LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 2.0}
+LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
@@ -87,20 +87,16 @@ class Signals(NamedTuple):
         return SearchScore(value=self.value, breakdown=breakdown)
 
 
-def signals(*, engine: str, mode: str, relevance: float | None, all_terms: bool, cosine: float | None,
+def signals(*, engine: str, relevance: float | None, all_terms: bool, cosine: float | None,
             pool: CosinePool | None, recency: float) -> Signals:
     """One candidate's signals: ``relevance`` None when no word matched, ``all_terms`` whether
     every term did, ``cosine`` None without a vector (yet), ``pool`` None when the query has no
-    vector (words only: the value is then ``lexical × recency``).
-
-    ``mode`` is "all" when some memory of the user holds every term: a memory holding only some
-    of them is then evidence only by its meaning, as a search box returns only the memories
-    that hold every word when there are any."""
+    vector (words only: the value is then ``lexical × recency``)."""
     relevance = max(relevance, 0.0) if relevance is not None else None
     lexical = 0.0
     if relevance is not None:
         lexical = ALL_TERMS_SHARE * all_terms + (1 - ALL_TERMS_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
-    words = all_terms or (relevance is not None and mode == "any")
+    words = relevance is not None
     if pool is None:
         return Signals(relevance, all_terms, lexical, None, None, 0.0, recency, lexical * recency, words)
     standing = pool.standing(cosine)

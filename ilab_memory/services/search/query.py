@@ -70,7 +70,7 @@ class ParsedQuery:
     """Terms, each a phrase of one or more folded tokens, in query order without repeats."""
 
     terms: tuple[tuple[str, ...], ...]
-    # Question words: not required in "all terms", still a way to match in "any term".
+    # Question words beside other terms: neither required nor searched (see ``any_terms``).
     optional: tuple[tuple[str, ...], ...] = ()
 
     @property
@@ -135,9 +135,10 @@ def stem(word: str) -> str | None:
 
 def any_terms(parsed: ParsedQuery) -> list[tuple[str, ...]]:
     """The fallback's alternatives: every phrase, every word of a multi-word phrase, and a
-    prefix (marked by a trailing ``*`` token) for words with a common suffix."""
+    prefix (marked by a trailing ``*`` token) for words with a common suffix. A question's
+    function words are not among them: a memory that shares only "the" or "what" with a query
+    has not matched it (a query of nothing but such words has them as its terms)."""
     alternatives = list(parsed.terms)
     alternatives += [(word,) for word in parsed.words if (word,) not in parsed.terms]
-    alternatives += [term for term in parsed.optional if term not in alternatives]
     alternatives += [(prefix, "*") for prefix in dict.fromkeys(filter(None, map(stem, parsed.words)))]
     return alternatives
