@@ -13,7 +13,6 @@ built from the factors the statement returns.
 
 from __future__ import annotations
 
-
 from .types import ContextScore
 
 RECENCY_DECAY_PER_HOUR = 0.995

@@ -16,7 +16,8 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             tells an answer apart.
   recency   a gentle tie-breaker (``lexical.recency_factor``)
 
-The value lies in [0, 1] and means the same for every query: 1 is every term of the query, at
+The value lies in [0, 1] and means the same for every query of one configuration (words only, it
+is ``lexical × recency``): 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
 with evidence: a word of the query (not one of a question's function words, see
 ``query.any_terms``), or a cosine above the pool's mean. docs/search.md shows how the constants were chosen and what was tried.
