@@ -155,6 +155,12 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     return stored or 0
 
 
+# How long a search waits for the batch its own process's background embedder holds: enough for
+# the few rows a save just queued, never the whole of a large batch of long memories (those are
+# found by their words meanwhile; no search waits on a backlog).
+HELD_BATCH_WAIT_SECONDS = 2.0
+
+
 def _share_with_background(user_id: str, *, claimed, budget: int, config: Config, using: str) -> None:
     from .. import background
 
@@ -166,7 +172,7 @@ def _share_with_background(user_id: str, *, claimed, budget: int, config: Config
     if not transaction.get_connection(using).in_atomic_block:
         newer_than = None if len(claimed) < budget else min(_queue_key(row) for row in claimed)
         background.wait_for_held(user_id=user_id, newer_than=newer_than, using=using,
-                                 timeout=config.EMBED_LEASE_SECONDS)
+                                 timeout=min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS))
     if len(claimed) == budget:
         # A full budget: more may wait (a process that queued them stopped before embedding).
         background.start(config=config, using=using)
