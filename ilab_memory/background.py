@@ -21,7 +21,7 @@ import os
 import threading
 import time
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 
 from .conf import Config, get_config
@@ -175,6 +175,30 @@ def wait_for_held(*, user_id: str, newer_than: tuple | None = None, using: str =
     holds rows of ``user_id`` queued after ``newer_than``; returns whether it waited."""
     thread = running(using)
     return thread is not None and thread.wait_for_held(user_id=user_id, newer_than=newer_than, timeout=timeout)
+
+
+# How long a search waits for the batch this process's embedder holds: enough for the few rows a
+# save just queued, never the whole of a large batch of long memories (those are found by their
+# words meanwhile; no search waits on a backlog).
+HELD_BATCH_WAIT_SECONDS = 2.0
+
+
+def share_with_search(*, user_id: str, claimed, budget: int, config: Config, using: str) -> None:
+    """After a search embedded its budget: rows within it that this process's embedder claimed
+    first (it starts on the save's commit, so a search right after a save meets the saved row in
+    its hands) are stored before the search reads, as if the search had embedded them; older
+    rows are not waited for. Not inside a caller's transaction, which may hold the lock the
+    thread needs to store them. A full budget starts the thread: more may wait."""
+    if not transaction.get_connection(using).in_atomic_block:
+        newer_than = None if len(claimed) < budget else min(embedding.queue_key(row) for row in claimed)
+        wait_for_held(user_id=user_id, newer_than=newer_than, using=using,
+                      timeout=min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS))
+    if len(claimed) == budget:
+        start(config=config, using=using)
+
+
+# EMBEDDING_MODE "background": this module runs the embedding (services.embedding.runner_for).
+runner = embedding.Runner(after_commit=start, after_search=share_with_search)
 
 
 def running(using: str = "default") -> BackgroundEmbedder | None:

@@ -52,6 +52,8 @@ DEFAULTS: dict[str, Any] = {
     # Who embeds what writes queue: "background" (a thread in the process that wrote), "celery"
     # (workers), "inline" (no one but a search's budget and ilab_memory_embed). docs/search.md.
     "EMBEDDING_MODE": "background",
+    # The dotted path of the runner behind the mode (services.embedding.Runner); None: the mode's own.
+    "EMBEDDING_RUNNER": None,
     "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
     "EMBED_BATCH_SIZE": 32,
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
@@ -160,6 +162,9 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
     if values.get("EMBEDDING_MODE") not in EMBEDDING_MODES:
         problems.append('EMBEDDING_MODE must be "background", "celery" or "inline"')
+    runner = values.get("EMBEDDING_RUNNER")
+    if runner is not None and not isinstance(runner, str):
+        problems.append("EMBEDDING_RUNNER must be None or a dotted path")
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")

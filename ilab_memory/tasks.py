@@ -15,7 +15,7 @@ from django.db import connections
 
 from .conf import get_config
 from .embeddings import EmbeddingError
-from .services.embedding import CELERY, embed_waiting, pending_claimed_elsewhere, waiting_exists
+from .services.embedding import CELERY, Runner, embed_waiting, pending_claimed_elsewhere, waiting_exists
 
 logger = logging.getLogger("ilab_memory.tasks")
 
@@ -44,6 +44,10 @@ def enqueue_embedding(*, using: str) -> None:
         embed_waiting_task.apply_async(kwargs={"using": using})
     except Exception as error:  # kombu raises several kinds; the write must not fail for it
         logger.error("ilab_memory: could not enqueue embedding (%s); run manage.py ilab_memory_embed", error)
+
+
+# EMBEDDING_MODE "celery": this module runs the embedding (services.embedding.runner_for).
+runner = Runner(after_commit=lambda *, config, using: enqueue_embedding(using=using))
 
 
 @worker_ready.connect

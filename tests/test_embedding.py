@@ -159,3 +159,27 @@ def test_queue_missing_backfills_observations_written_without_a_queue(mem, clock
     settings.ILAB_MEMORY = {"EMBEDDER": EMBEDDER}
     assert embedding.queue_missing() == 1 and embedding.queue_missing() == 0
     assert embedding.embed_waiting() == 1
+
+
+# -- who embeds: the runner chosen by a setting ------------------------------------------------
+
+COMMITTED: list[str] = []
+recording_runner = embedding.Runner(after_commit=lambda *, config, using: COMMITTED.append(using))
+
+
+def test_a_runner_named_by_the_setting_runs_when_a_write_commits(tmem, settings):
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBEDDING_RUNNER": "tests.test_embedding.recording_runner"}
+    COMMITTED.clear()
+    tmem.mem_save("alice", "Runner", "Called on commit.")
+    assert COMMITTED == ["default"]
+
+
+def test_each_mode_names_its_runner_by_path_and_no_service_imports_one():
+    import pathlib
+
+    assert embedding.DEFAULT_RUNNERS == {"background": "ilab_memory.background.runner",
+                                         "celery": "ilab_memory.tasks.runner"}
+    services = pathlib.Path(embedding.__file__).parent
+    for module in services.rglob("*.py"):
+        text = module.read_text()
+        assert "import tasks" not in text and "from ..tasks" not in text and "import background" not in text, module

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import transaction
 from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from .. import sql, vectors
 from ..conf import Config, get_config
@@ -30,6 +33,8 @@ from ..models import Observation, ObservationVector, VectorStamp
 logger = logging.getLogger("ilab_memory.embedding")
 
 BACKGROUND, CELERY, INLINE = "background", "celery", "inline"
+# The runner of each mode when ``EMBEDDING_RUNNER`` is not set ("inline": searches' budgets only).
+DEFAULT_RUNNERS = {BACKGROUND: "ilab_memory.background.runner", CELERY: "ilab_memory.tasks.runner"}
 
 
 def passage_text(type: str, title: str, content: str) -> str:
@@ -71,16 +76,27 @@ def drop(*, user_id: str, observation_ids, using: str) -> int:
     return ObservationVector.objects.using(using).filter(user_id=user_id, observation_id__in=observation_ids).delete()[0]
 
 
+class Runner(NamedTuple):
+    """Who embeds off the write path: ``after_commit(config=, using=)`` runs when a write that
+    queued vectors commits; ``after_search(user_id=, claimed=, budget=, config=, using=)``, if
+    any, after a search embedded its budget (``claimed``: the rows it claimed)."""
+
+    after_commit: Callable[..., None]
+    after_search: Callable[..., None] | None = None
+
+
+def runner_for(config: Config) -> Runner | None:
+    """The ``EMBEDDING_RUNNER`` setting's runner (by default the one of ``EMBEDDING_MODE``), or
+    None. A dotted path read with ``import_string``, so no service imports a face."""
+    path = config.EMBEDDING_RUNNER or DEFAULT_RUNNERS.get(config.EMBEDDING_MODE)
+    return import_string(path) if path else None
+
+
 def _after_commit(*, config: Config, using: str) -> None:
-    if config.EMBEDDING_MODE == CELERY:
-        from ..tasks import enqueue_embedding
-
-        transaction.on_commit(lambda: enqueue_embedding(using=using), using=using)
-    elif config.EMBEDDING_MODE == BACKGROUND:
-        from .. import background
-
-        # robust: the write has committed; a thread that cannot start only leaves its rows queued.
-        transaction.on_commit(lambda: background.start(config=config, using=using), using=using, robust=True)
+    runner = runner_for(config)
+    if runner is not None:
+        # robust: the write has committed; a runner that fails only leaves its rows queued.
+        transaction.on_commit(lambda: runner.after_commit(config=config, using=using), using=using, robust=True)
 
 
 # -- the embedding side -----------------------------------------------------------------------
@@ -150,35 +166,13 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
         return 0
-    if config.EMBEDDING_MODE == BACKGROUND:
-        _share_with_background(user_id, claimed=claimed, budget=budget, config=config, using=using)
+    runner = runner_for(config)
+    if runner is not None and runner.after_search is not None:
+        runner.after_search(user_id=user_id, claimed=claimed, budget=budget, config=config, using=using)
     return stored or 0
 
 
-# How long a search waits for the batch its own process's background embedder holds: enough for
-# the few rows a save just queued, never the whole of a large batch of long memories (those are
-# found by their words meanwhile; no search waits on a backlog).
-HELD_BATCH_WAIT_SECONDS = 2.0
-
-
-def _share_with_background(user_id: str, *, claimed, budget: int, config: Config, using: str) -> None:
-    from .. import background
-
-    # Rows within the budget that this process's background embedder claimed first (it starts
-    # on the save's commit: a search right after a save meets the saved row in its hands). Its
-    # batch is stored before the search reads, as if the search had embedded them itself; rows
-    # older than the budget are not waited for. Not inside a caller's transaction, which may
-    # hold the lock the thread needs to store them.
-    if not transaction.get_connection(using).in_atomic_block:
-        newer_than = None if len(claimed) < budget else min(_queue_key(row) for row in claimed)
-        background.wait_for_held(user_id=user_id, newer_than=newer_than, using=using,
-                                 timeout=min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS))
-    if len(claimed) == budget:
-        # A full budget: more may wait (a process that queued them stopped before embedding).
-        background.start(config=config, using=using)
-
-
-def _queue_key(row: ObservationVector) -> tuple:
+def queue_key(row: ObservationVector) -> tuple:
     """A waiting row's place in its queue, as claims order it (newest last)."""
     return row.queued_at, row.pk
 
