@@ -214,7 +214,6 @@ def test_parser_reads_words_phrases_and_compounds():
     )
     question = parse_query("how do we send reminders")
     assert question.terms == (("send",), ("reminders",))
-    assert question.optional == (("how",), ("do",), ("we",))
     assert parse_query("how do we").terms == (("how",), ("do",), ("we",))
     assert parse_query("redis OR rabbitmq").terms == (("redis",), ("rabbitmq",))
     assert parse_query('"mascara de').terms == (("mascara",),)

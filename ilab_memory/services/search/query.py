@@ -5,7 +5,7 @@
   ``ilab_memory_search_fold`` (``postgresql.py``) is the same rule in SQL; SQLite's FTS5
   tokenizer ``unicode61 remove_diacritics 2`` is the same rule for every Latin-script text.
 * **Parsing** (``parse_query``): words and "quoted phrases" become phrase terms of folded
-  tokens; connectors are skipped and question words made optional.
+  tokens; connectors are skipped, and a question's function words dropped beside other terms.
 * **The fallback's alternatives** (``any_terms``): the terms, their words, and prefixes cut by
   ``stem``, for the "any term" query when "all terms" finds nothing.
 """
@@ -70,8 +70,6 @@ class ParsedQuery:
     """Terms, each a phrase of one or more folded tokens, in query order without repeats."""
 
     terms: tuple[tuple[str, ...], ...]
-    # Question words beside other terms: neither required nor searched (see ``any_terms``).
-    optional: tuple[tuple[str, ...], ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -91,7 +89,7 @@ def parse_query(text: str) -> ParsedQuery:
     text = _NEAR_GROUP.sub(" ", text)
     parts = text.split('"')
     required: list[tuple[str, ...]] = []
-    optional: list[tuple[str, ...]] = []
+    function_words: list[tuple[str, ...]] = []
     connectors: list[tuple[str, ...]] = []
     for index, part in enumerate(parts):
         quoted = index % 2 == 1 and index < len(parts) - 1
@@ -107,12 +105,13 @@ def parse_query(text: str) -> ParsedQuery:
             if word in _CONNECTORS:
                 connectors.append(phrase)
             elif len(phrase) == 1 and phrase[0] in STOP_WORDS:
-                optional.append(phrase)
+                function_words.append(phrase)
             else:
                 required.append(phrase)
     if not required:  # a query of only "OR" or "the who" still searches for those words
-        return ParsedQuery(tuple(dict.fromkeys(optional or connectors)))
-    return ParsedQuery(tuple(dict.fromkeys(required)), tuple(dict.fromkeys(optional)))
+        return ParsedQuery(tuple(dict.fromkeys(function_words or connectors)))
+    # Beside other terms a question's function words are neither required nor searched.
+    return ParsedQuery(tuple(dict.fromkeys(required)))
 
 
 # -- the "any term" fallback ---------------------------------------------------------------

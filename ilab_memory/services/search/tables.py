@@ -1,3 +1,5 @@
-"""The observation table's name, written once for both engines' index DDL and ranked statements."""
+"""The observation table's name, for both engines' index DDL and ranked statements."""
 
-OBSERVATION_TABLE = "ilab_memory_observation"
+from ...models import Observation
+
+OBSERVATION_TABLE = Observation._meta.db_table
