@@ -130,7 +130,7 @@ class Observation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user_id = models.CharField(_("user id"), max_length=255)
     # No index of its own: ilab_mem_obs_session_created leads with session_id and serves the
-    # foreign key's lookups; a second one only cost every write (measured on saves).
+    # foreign key's lookups; a second one would only cost every write.
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="observations", verbose_name=_("session"), db_index=False
     )

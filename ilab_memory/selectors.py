@@ -44,7 +44,11 @@ def with_content_head(queryset, *, preview_chars: int):
 
 def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's newest completed sessions (newest ``ended_at`` first) with live observation counts."""
-    return [session_summary_compact(row) for row in sql.recent_sessions(user_id, limit=max(0, limit), using=using)]
+    sessions = (
+        Session.objects.using(using).for_user(user_id).completed().with_observation_count()
+        .only("id", "started_at", "ended_at", "summary", "is_auto_generated").order_by("-ended_at", "-id")
+    )
+    return [session_summary_compact(session) for session in sessions[: max(0, limit)]]
 
 
 def context_memories(

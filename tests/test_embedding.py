@@ -1,11 +1,16 @@
 """Vectors in step with writes (services/embedding.py), embedded off the write path."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
+from ilab_memory.conf import get_config
 from ilab_memory.models import Observation, ObservationVector
 from ilab_memory.services import embedding
 from tests.embedders import RecordingEmbedder
+from tests.factories import ObservationFactory, SessionFactory
 
 EMBEDDER = "tests.embedders.RecordingEmbedder"
 SECRET = "hunter2-secret"
@@ -183,3 +188,42 @@ def test_each_mode_names_its_runner_by_path_and_no_service_imports_one():
     for module in services.rglob("*.py"):
         text = module.read_text()
         assert "import tasks" not in text and "from ..tasks" not in text and "import background" not in text, module
+
+
+def test_queue_puts_each_observation_in_the_queue_with_nothing_else(db):
+    now = timezone.now()
+    session = SessionFactory(user_id="alice")
+    observations = [ObservationFactory(session=session) for _ in range(3)]
+    embedding.queue(observations, now=now, config=get_config(), using="default")
+    embedding.queue([], now=now, config=get_config(), using="default")
+    rows = ObservationVector.objects.order_by("observation_id")
+    assert [(r.observation_id, r.user_id) for r in rows] == sorted(((o.pk, "alice") for o in observations))
+    assert {(r.model_id, r.vector, r.generation, r.queued_at, r.claimed_until) for r in rows} == {
+        (None, None, 1, now, None)
+    }
+
+
+def test_requeue_clears_the_vector_as_a_new_generation(db):
+    now = timezone.now()
+    observation = ObservationFactory(session=SessionFactory(user_id="alice"))
+    ObservationVector.objects.create(
+        observation=observation, user_id="alice", model_id="m", dimensions=2, vector=b"\0" * 8, generation=3,
+        queued_at=now - timedelta(hours=1), claimed_until=now, embedded_at=now,
+    )
+    embedding.requeue(observation, now=now, config=get_config(), using="default")
+    row = ObservationVector.objects.get()
+    assert (row.model_id, row.dimensions, row.vector, row.generation) == (None, None, None, 4)
+    assert (row.queued_at, row.claimed_until, row.embedded_at) == (now, None, None)
+    other = ObservationFactory(session=observation.session)
+    embedding.requeue(other, now=now, config=get_config(), using="default")  # none yet: queued
+    assert vector_of(other.pk).generation == 1 and vector_of(other.pk).queued_at == now
+
+
+def test_drop_removes_only_those_observations_rows(db):
+    now = timezone.now()
+    session = SessionFactory(user_id="alice")
+    kept, dropped = ObservationFactory(session=session), ObservationFactory(session=session)
+    embedding.queue([kept, dropped], now=now, config=get_config(), using="default")
+    assert embedding.drop(user_id="alice", observation_ids=[dropped.pk], using="default") == 1
+    assert embedding.drop(user_id="alice", observation_ids=[dropped.pk], using="default") == 0
+    assert list(ObservationVector.objects.values_list("observation_id", flat=True)) == [kept.pk]

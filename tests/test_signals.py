@@ -60,3 +60,50 @@ def test_nothing_is_sent_for_a_write_that_rolls_back(tmem, received):
             tmem.mem_save("alice", "Tea", "Green.")
             raise RuntimeError("the caller's transaction fails")
     assert received == []
+
+
+@pytest.fixture
+def model_saves():
+    """Django's own pre_save/post_save for the memory's models: (signal, model, created, fields)."""
+    from django.db.models.signals import post_save, pre_save
+
+    from ilab_memory.models import ObservationRevision
+
+    got = []
+
+    def pre(sender, instance, update_fields=None, **kwargs):
+        got.append(("pre_save", sender, instance._state.adding, update_fields and frozenset(update_fields)))
+
+    def post(sender, instance, created, update_fields=None, **kwargs):
+        got.append(("post_save", sender, created, update_fields and frozenset(update_fields)))
+
+    for model in (Observation, ObservationRevision):
+        pre_save.connect(pre, sender=model)
+        post_save.connect(post, sender=model)
+    yield got
+    for model in (Observation, ObservationRevision):
+        pre_save.disconnect(pre, sender=model)
+        post_save.disconnect(post, sender=model)
+
+
+def test_django_model_signals_fire_for_each_create_revise_and_update(mem, model_saves):
+    from ilab_memory.models import ObservationRevision
+
+    saved = mem.mem_save("alice", "Tea", "Green.", topic_key="drink").observation
+    assert model_saves == [("pre_save", Observation, True, None), ("post_save", Observation, True, None)]
+    model_saves.clear()
+    mem.mem_save("alice", "Tea", "Black.", topic_key="drink")  # a revise: the old version kept first
+    mem.mem_update("alice", saved.id, title="Coffee")
+    revised = [(name, model, created) for name, model, created, _ in model_saves]
+    assert revised == 2 * [("pre_save", ObservationRevision, True), ("post_save", ObservationRevision, True),
+                           ("pre_save", Observation, False), ("post_save", Observation, False)]
+    fields = {f for name, model, _, f in model_saves if model is Observation and name == "post_save"}
+    assert all({"title", "content", "revision_count", "updated_at"} <= f for f in fields)
+    assert Observation.objects.get(pk=saved.id).revision_count == 3
+
+
+def test_a_duplicate_is_counted_like_an_update_without_model_signals(mem, model_saves):
+    mem.mem_save("alice", "Tea", "Green.")
+    model_saves.clear()
+    assert mem.mem_save("alice", "Tea", "Green.").action == "duplicate"
+    assert model_saves == []

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from ilab_memory import sql
 from ilab_memory.conf import get_config
-from ilab_memory.models import Observation, ObservationVector, Session
+from ilab_memory.models import Observation, Session
 from tests.factories import ObservationFactory, SessionFactory
 
 
@@ -24,21 +24,6 @@ def test_bump_finds_and_keeps_alive_only_a_live_session(db):
     assert sql.bump_live_session("carol", now=now, live_since=since, using="default") is None
 
 
-def test_insert_observation_stores_every_field_as_the_orm_reads_it(db):
-    now = timezone.now()
-    session = SessionFactory(user_id="alice")
-    for topic_key, metadata in ((None, {}), ("a/topic", {"tags": ["ñ", 1, None], "nested": {"x": 1.5}})):
-        observation = Observation(
-            user_id="alice", session=session, type="decision", title="Título", content="Línea 1\nLínea 2",
-            topic_key=topic_key, metadata=metadata, dedupe_hash="d" * 64, redacted_blocks=2,
-            created_at=now, updated_at=now, last_seen_at=now,
-        )
-        sql.insert_observation(observation, using="default")
-        stored = Observation.objects.get(pk=observation.pk)
-        assert [getattr(stored, f) for f in sql.OBSERVATION_FIELDS] == [getattr(observation, f) for f in sql.OBSERVATION_FIELDS]
-        assert observation._state.adding is False
-
-
 def test_count_duplicate_counts_the_newest_live_twin_and_returns_it(db):
     now = timezone.now()
     session, other = SessionFactory(user_id="alice"), SessionFactory(user_id="alice", completed=True)
@@ -49,7 +34,8 @@ def test_count_duplicate_counts_the_newest_live_twin_and_returns_it(db):
         user_id="alice", digest=new.dedupe_hash, since=now - timedelta(minutes=15), session_id=session.pk,
         now=now, blocks=1, topic_key="a-topic", using="default",
     )
-    assert counted.id == new.pk and counted.duplicate_count == 2 and counted.session_id == session.pk
+    assert isinstance(counted, Observation) and counted.id == new.pk and counted.duplicate_count == 2
+    assert counted.session_id == session.pk and counted.created_at == new.created_at and counted.metadata == new.metadata
     assert counted.topic_key == "a-topic" and counted.redacted_blocks == 1 and counted.last_seen_at == now
     assert Observation.objects.get(pk=old.pk).duplicate_count == 1
 
@@ -62,44 +48,6 @@ def test_count_duplicate_outside_the_window_or_of_another_user_is_none(db):
             user_id=user_id, digest=twin.dedupe_hash, since=since, session_id=twin.session_id, now=now,
             blocks=0, topic_key=None, using="default",
         ) is None
-
-
-def test_queue_vectors_puts_each_observation_in_the_queue_with_nothing_else(db):
-    now = timezone.now()
-    session = SessionFactory(user_id="alice")
-    observations = [ObservationFactory(session=session) for _ in range(3)]
-    sql.queue_vectors(observations, now=now, using="default")
-    sql.queue_vectors([], now=now, using="default")
-    rows = ObservationVector.objects.order_by("observation_id")
-    assert [(r.observation_id, r.user_id) for r in rows] == sorted(((o.pk, "alice") for o in observations))
-    assert {(r.model_id, r.vector, r.generation, r.queued_at, r.claimed_until) for r in rows} == {
-        (None, None, 1, now, None)
-    }
-
-
-def test_requeue_vector_clears_the_vector_as_a_new_generation(db):
-    now = timezone.now()
-    observation = ObservationFactory(session=SessionFactory(user_id="alice"))
-    ObservationVector.objects.create(
-        observation=observation, user_id="alice", model_id="m", dimensions=2, vector=b"\0" * 8, generation=3,
-        queued_at=now - timedelta(hours=1), claimed_until=now, embedded_at=now,
-    )
-    assert sql.requeue_vector(observation.pk, now=now, using="default") is True
-    row = ObservationVector.objects.get()
-    assert (row.model_id, row.dimensions, row.vector, row.generation) == (None, None, None, 4)
-    assert (row.queued_at, row.claimed_until, row.embedded_at) == (now, None, None)
-    other = ObservationFactory(session=observation.session)
-    assert sql.requeue_vector(other.pk, now=now, using="default") is False
-
-
-def test_drop_vector_removes_only_that_observations_row(db):
-    now = timezone.now()
-    session = SessionFactory(user_id="alice")
-    kept, dropped = ObservationFactory(session=session), ObservationFactory(session=session)
-    sql.queue_vectors([kept, dropped], now=now, using="default")
-    sql.drop_vector(dropped.pk, using="default")
-    sql.drop_vector(dropped.pk, using="default")  # none left: nothing happens
-    assert list(ObservationVector.objects.values_list("observation_id", flat=True)) == [kept.pk]
 
 
 def test_ranked_context_orders_by_score_then_update_then_id(db):

@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.db import transaction
-from django.db.models import Exists, Min, OuterRef, Q
+from django.db.models import Exists, F, Min, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import sql, vectors
+from .. import vectors
 from ..conf import Config, get_config
 from ..embeddings import EmbeddingError, configured_embedder
 from ..models import Observation, ObservationVector, VectorStamp
@@ -39,8 +39,8 @@ DEFAULT_RUNNERS = {BACKGROUND: "ilab_memory.background.runner", CELERY: "ilab_me
 
 def passage_text(type: str, title: str, content: str) -> str:
     """What is embedded for an observation: its type, title and content. The type is part of
-    what a memory means: with it, "allergies" finds a preference "Allergic to cats" (measured
-    on the development sets: docs/search.md)."""
+    what a memory means: with it, "allergies" finds a preference "Allergic to cats" (see the
+    development sets in docs/search.md)."""
     return f"{type}: {title}\n{content}"
 
 
@@ -56,16 +56,20 @@ def queue(observations, *, now: datetime, config: Config, using: str) -> None:
     """Queue new observations for a vector (inside the writer's transaction)."""
     if embedder_for(config) is None:
         return
-    sql.queue_vectors(observations, now=now, using=using)
+    ObservationVector.objects.using(using).bulk_create(
+        ObservationVector(observation_id=o.id, user_id=o.user_id, queued_at=now) for o in observations
+    )
     _after_commit(config=config, using=using)
 
 
 def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
-    """Queue an observation (a model instance or a row with ``id`` and ``user_id``) whose text
-    changed: its old vector no longer says what it says."""
+    """Queue an observation whose text changed: its old vector no longer says what it says.
+    Its vector row, if any, becomes a new generation waiting for a vector."""
+    row = ObservationVector.objects.using(using).filter(observation_id=observation.id)
     if embedder_for(config) is None:
-        sql.drop_vector(observation.id, using=using)
-    elif sql.requeue_vector(observation.id, now=now, using=using):
+        row.delete()
+    elif row.update(model_id=None, dimensions=None, vector=None, generation=F("generation") + 1, queued_at=now,
+                        claimed_until=None, embedded_at=None):
         _after_commit(config=config, using=using)
     else:
         queue([observation], now=now, config=config, using=using)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django.db import connections
 
-from ... import sql
 from ...models import Observation
 from . import postgresql, sqlite
 from .index import index_ensure
@@ -25,19 +24,14 @@ CANDIDATE_EXTRA = 20
 
 MODE_ALL, MODE_ANY = "all", "any"
 
-# What both engines' statements return, in this order.
-MATCH_COLUMNS = ("id", "type", "title", "topic_key", "session_id", "updated_at", "content_head", "relevance", "all_terms")
-
-
 def recency_factor(age_days: float) -> float:
     return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
 
 
 def matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
-    """The engine's name and its best ``count`` rows, all-terms rows first: ``MATCH_COLUMNS``, the
-    observation's own converted as the ORM would, ``relevance`` and ``all_terms`` (whether every
-    term matched). Rows, not model instances: ``Manager.raw`` cost more than running the statement
-    for the few rows of a search (see ``sql.fetch_rows``)."""
+    """The engine's name and its best ``count`` observations, all-terms matches first, each with
+    ``content_head``, ``relevance`` and ``all_terms`` (whether every term matched); the fields
+    the statement does not read are deferred. Raw: full-text search has no ORM expression here."""
     connection = connections[using]
     if connection.vendor == "sqlite":
         index_ensure(using=using)
@@ -51,6 +45,4 @@ def matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: 
         params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return engine, sql.fetch_rows(cursor, Observation, MATCH_COLUMNS, connection)
+    return engine, list(Observation.objects.db_manager(using).raw(statement, params))

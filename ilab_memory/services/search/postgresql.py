@@ -17,9 +17,7 @@ from .tables import OBSERVATION_TABLE
 
 # The GIN index keeps new entries in a pending list that every search scans until it is merged
 # (at gin_pending_list_limit, by default 4 MB, or by VACUUM). A small list keeps searches cheap
-# on a site that writes all day, for little cost to saves (benchmarks/gin_pending.py, 6,000
-# saves among the searches: rare-term search p50 2.27 → 1.72 ms, p90 2.98 → 2.09; save p50
-# 2.05 → 2.08 ms, within the run's noise).
+# on a site that writes all day, for little cost to saves.
 PG_PENDING_LIST_KB = 128
 PG_CREATE_INDEX = f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)
     WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"""
@@ -84,7 +82,9 @@ def pg_triggers_present(connection) -> bool:
 
 # Field weights: title > topic_key > content, the same ratios as SQLite's SQLITE_BM25_WEIGHTS.
 PG_RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"  # ts_rank order: D, C (content), B (topic_key), A (title)
-PG_RANK_NORMALIZATION = 0  # no length division: 1 (1 + log length) and 2 (length) measured worse
+# No length division: dividing by the length (1 + log, or the length) ranked answers lower on
+# the development sets (docs/search.md).
+PG_RANK_NORMALIZATION = 0
 
 
 def tsquery_phrase(term: tuple[str, ...]) -> str:
@@ -121,8 +121,8 @@ def ranked_sql(type_filter: bool) -> str:
                   {"AND o.type = %s" if type_filter else ""}
         ),
         -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
-        -- (inlined, the planner re-ran the count, and the document frequencies per candidate:
-        -- 300 ms for a word in all of a user's 1,000 memories).
+        -- (inlined, the planner re-ran the count and the document frequencies per candidate,
+        -- a cost that grows with the square of a common word's matches).
         total AS MATERIALIZED (
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
