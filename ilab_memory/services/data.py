@@ -34,7 +34,7 @@ from ..validation import check_length, check_text, clean_choice, clean_type, cle
 from . import embedding
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact, shown_key
-from .sessions import _locked_active_session, build_auto_summary
+from .sessions import build_auto_summary, locked_active_session
 from .transactions import atomic_with_retry
 
 FORMAT = "ilab_memory.export"
@@ -427,7 +427,7 @@ def user_import(*, user_id: str, data: Any, config: Config | None = None, using:
 
     def run():
         now = timezone.now()
-        active = _locked_active_session(user_id, using=using)  # serializes with session_start
+        active = locked_active_session(user_id, using=using)  # serializes with session_start
         session_owners = _owners(Session, [s["id"] for s in sessions], using=using)
         observation_owners = _owners(Observation, [o["id"] for o in observations], using=using)
         _refuse_foreign("sessions", sessions, session_owners, user_id)

@@ -22,7 +22,7 @@ SUMMARY_MORE = ", … (+{n})"
 ENDED, EXPIRED = "ended", "expired"
 
 
-def _locked_active_session(user_id: str, *, using: str) -> Session | None:
+def locked_active_session(user_id: str, *, using: str) -> Session | None:
     """The user's active session, locked (PostgreSQL; SQLite's IMMEDIATE transaction holds the
     write lock already and Django omits the clause)."""
     sql.lock_user(user_id, using=using)
@@ -96,7 +96,7 @@ def claim_active_session(user_id: str, *, now: datetime, config: Config, using: 
 
 def _claim_locked(user_id: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
     """``claim_active_session`` once no live session was found: the rest under the user's lock."""
-    session = _locked_active_session(user_id, using=using)
+    session = locked_active_session(user_id, using=using)
     if session is not None and _is_expired(session, now=now, config=config):
         auto_close(session, config=config, using=using)
         session = None
@@ -180,7 +180,7 @@ def session_end(
     text, blocks = clean_summary(summary, config=config, allow_blank=True)
 
     def run():
-        session = _locked_active_session(user_id, using=using)
+        session = locked_active_session(user_id, using=using)
         if session is None:
             raise NoActiveSession("This user has no active session.")
         _close(session, ended_at=timezone.now(), summary=text, blocks=blocks, reason=ENDED, config=config, using=using)
