@@ -1,5 +1,4 @@
-"""Seeded text for benchmark rows: standard library only, so the before/after worker
-(``compare_worker.py``, run by its path in either tree) can import it too."""
+"""Seeded text for benchmark rows."""
 
 from __future__ import annotations
 

@@ -1,161 +1,67 @@
-"""The machine a run happened on, and the results as Markdown tables."""
+"""The figures of a run as Markdown: one table per phase, engines and history sizes as columns."""
 
 from __future__ import annotations
 
-import os
-import platform
-import statistics
-
-TARGETS_MS = {10_000: 30.0, 100_000: 60.0}  # hybrid search p50 at these histories
+ENGINES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine(payloads: list[dict]) -> dict:
-    versions: dict[str, str] = {}
-    for payload in payloads:
-        versions.update(payload.get("versions") or {})
-    # The load average says how much else ran on the machine (runs are not isolated).
-    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
-    return {"cpus": os.cpu_count(), "cpu": cpu_model(), "system": platform.platform(), **versions, "load": load}
-
-
-def _ms(value: float) -> str:
+def ms(value: float) -> str:
     return f"{value:.2f}" if value < 100 else f"{value:.0f}"
 
 
-def _ratio(ours: dict, floor: dict | None) -> str:
-    return f"{ours['p50'] / floor['p50']:.1f}×" if floor and floor["p50"] > 0 else "–"
-
-
-def _stat(values: list[float]) -> str:
-    return f"{_ms(statistics.median(values))} ({', '.join(_ms(v) for v in values)})"
-
-
-def render_hybrid(payload: dict) -> list[str]:
-    """Hybrid vs lexical-only per user and query kind; the parts; the cold search; throughput."""
-    results = payload["results"]
-    rows = next((r["rows"] for r in results if "rows" in r), 0)
-    sizes = sorted({r["size"] for r in results if r["group"] == "hybrid"})
-    lines = [
-        f"### hybrid ({payload['vendor']}, {rows:,} rows, every memory with a vector)",
-        "",
-        "| query | user's memories | hybrid p50 | hybrid p95 | lexical-only p50 | lexical-only p95 "
-        "| query embedding p50 | hybrid − lexical p50 | hybrid cpu p50 | results (hybrid / lexical) | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in results:
-        if r["group"] != "hybrid":
-            continue
-        h, lx, e = r["hybrid"], r["lexical"], r["embed"]
-        target = TARGETS_MS.get(r["size"])
-        verdict = f"≤ {target:g}: {'met' if h['p50'] <= target else 'missed'}" if target else "–"
-        lines.append(
-            f"| {r['op']} | {r['size']:,} | {_ms(h['p50'])} | {_ms(h['p95'])} | {_ms(lx['p50'])} | {_ms(lx['p95'])} "
-            f"| {_ms(e['p50'])} | {_ms(h['p50'] - lx['p50'])} | {_ms(h['cpu_p50'])} "
-            f"| {r['hits']['hybrid']} / {r['hits']['lexical']} | {verdict} |"
-        )
-    parts = [r for r in results if r["group"] == "hybrid-part"]
-    if parts:
-        names = list(dict.fromkeys(r["op"] for r in parts))
-        lines += ["", "| part of a warm hybrid search | " + " | ".join(f"{s:,} p50 / p95" for s in sizes)
-                  + " | growth ×(p50) |", "|---|" + "---:|" * (len(sizes) + 1)]
-        for name in names:
-            by_size = {r["size"]: r["sample"] for r in parts if r["op"] == name}
-            cells = [f"{_ms(by_size[s]['p50'])} / {_ms(by_size[s]['p95'])}" if s in by_size else "–" for s in sizes]
-            growth = (f"{by_size[sizes[-1]]['p50'] / by_size[sizes[0]]['p50']:.1f}×"
-                      if len(sizes) > 1 and by_size.get(sizes[0], {}).get("p50") else "–")
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {growth} |")
-    cold = [r for r in results if r["group"] == "hybrid-cold"]
-    if cold:
-        lines += ["", "| cold first search (matrix cache empty) | median ms (runs) | the vector lookup alone, cold |",
-                  "|---|---:|---:|"]
-        for r in cold:
-            lines.append(f"| {r['size']:,} memories | {_stat(r['search_ms'])} | {_stat(r['lookup_ms'])} |")
-    growth = []
-    for kind in dict.fromkeys(r["op"] for r in results if r["group"] == "hybrid"):
-        by_size = {r["size"]: r for r in results if r["group"] == "hybrid" and r["op"] == kind}
-        if len(sizes) > 1 and all(s in by_size for s in sizes):
-            a, b = by_size[sizes[0]], by_size[sizes[-1]]
-            growth.append(
-                f"{kind}: hybrid ×{b['hybrid']['p50'] / a['hybrid']['p50']:.2f}, lexical "
-                f"×{b['lexical']['p50'] / a['lexical']['p50']:.2f}, hybrid − lexical "
-                f"{_ms(a['hybrid']['p50'] - a['lexical']['p50'])} → {_ms(b['hybrid']['p50'] - b['lexical']['p50'])} ms"
-            )
-    if growth:
-        lines += ["", f"Growth {sizes[0]:,} → {sizes[-1]:,} memories (p50): " + "; ".join(growth) + "."]
-    throughput = [r for r in results if r["group"] == "throughput"]
-    if throughput:
-        lines += ["", "| embedding throughput | memories | words each | seconds | memories/s (wall) | cpu s "
-                  "| memories per cpu-second | the model alone, memories/s (wall) | load (1 min) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in throughput:
-            lines.append(
-                f"| `embed_waiting`, OMP_NUM_THREADS={r['threads']} | {r['memories']} | {r['words']:.0f} "
-                f"| {r['seconds']:.2f} | {r['per_second']:.1f} | {r['cpu_seconds']:.2f} "
-                f"| {r['memories'] / r['cpu_seconds']:.1f} | {r['model_per_second']:.1f} | {r['load']:.1f} |"
-            )
+def table(runs: list[dict], phase: str) -> list[str]:
+    """Operations as rows; each engine (and history size) a column of "p50 / p95 ms"."""
+    rows: dict[str, dict] = {}
+    columns: dict[tuple, str] = {}
+    for run in runs:
+        for r in run["results"]:
+            if "p50" not in r or r["group"] in ("backlog",):
+                continue
+            column = (run["engine"], r.get("size"))
+            columns[column] = ENGINES[run["engine"]] + (f" {r['size']:,}" if r.get("size") else "")
+            cell = f"{ms(r['p50'])} / {ms(r['p95'])}"
+            if phase == "http":
+                cell += f", {r['per_second']:.0f}/s"
+            rows.setdefault(r["op"], {})[column] = cell
+    unit = "p50 / p95 ms, requests/s" if phase == "http" else "p50 / p95 ms"
+    lines = [f"### {phase} ({unit})", "", "| operation | " + " | ".join(columns.values()) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for op, cells in rows.items():
+        lines.append(f"| {op} | " + " | ".join(cells.get(c, "–") for c in columns) + " |")
     return lines
 
 
-def render(report: dict) -> str:
-    lines = ["machine: " + ", ".join(f"{k} {v}" for k, v in report["machine"].items()), ""]
-    for payload in report["phases"]:
-        vendor = payload["vendor"]
-        notes = [f"_{note}_" for note in payload.get("notes") or []]
-        if payload.get("load"):
-            notes.append(f"_load average during the phase (1/5/15 min, at its end): {payload['load']}_")
-        if payload["phase"] == "hybrid":
-            lines += render_hybrid(payload) + ([""] + notes if notes else [])
-        elif payload["phase"] in ("core", "search"):
-            lines += [
-                f"### {payload['phase']} ({vendor})",
-                "",
-                *(notes + [""] if notes else []),
-                "| operation | rows | p50 ms | p95 ms | floor p50 ms | ratio p50 | cpu p50 ms (ours / floor) |",
-                "|---|---:|---:|---:|---:|---:|---:|",
-            ]
-            for r in payload["results"]:
-                ours, floor = r["ours"], r.get("floor")
-                floor_text = _ms(floor["p50"]) if floor else "–"
-                ratio = _ratio(ours, floor)
-                if r.get("floor_write"):
-                    floor_text += f" (write only {_ms(r['floor_write']['p50'])})"
-                    ratio += f" ({_ratio(ours, r['floor_write'])})"
-                cpu = "–"
-                if ours.get("cpu_p50") is not None and floor and floor.get("cpu_p50"):
-                    cpu = f"{_ms(ours['cpu_p50'])} / {_ms(floor['cpu_p50'])} = {ours['cpu_p50'] / floor['cpu_p50']:.1f}×"
-                lines.append(
-                    f"| {r['op']} | {r['size']:,} | {_ms(ours['p50'])} | {_ms(ours['p95'])} | {floor_text} | {ratio} "
-                    f"| {cpu} |"
-                )
-        else:
-            lines += [
-                f"### http ({vendor})",
-                "",
-                *(notes + [""] if notes else []),
-                "| endpoint | connections | requests | errors | req/s | ÷ bare DRF | ÷ DRF's own way | p50 ms | p99 ms "
-                "| p99 ÷ p50 | worker CPU ms/req | PostgreSQL CPU ms/req |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-            ]
-            for r in payload["results"]:
-                ratio = f"{r['ratio']:.2f}" if r.get("ratio") is not None else "–"
-                own_ratio = f"{r['own_ratio']:.2f}" if r.get("own_ratio") is not None else "–"
-                cpu = f"{r['cpu_per_request']:.2f}" if r.get("cpu_per_request") is not None else "–"
-                db_cpu = f"{r['db_cpu_per_request']:.2f}" if r.get("db_cpu_per_request") is not None else "–"
-                lines.append(
-                    f"| {r['endpoint']} | {r['connections']} | {r['requests']} | {r['errors']} | {r['throughput']:.0f} "
-                    f"| {ratio} | {own_ratio} | {_ms(r['p50'])} | {_ms(r['p99'])} | {r['p99'] / r['p50']:.1f} | {cpu} "
-                    f"| {db_cpu} |"
-                )
-        lines.append("")
-    return "\n".join(lines)
+def notes(runs: list[dict]) -> list[str]:
+    """Ours over DRF's generic views, the embedding throughput, the backlog."""
+    out = []
+    for run in runs:
+        engine = ENGINES[run["engine"]]
+        by_op = {r["op"]: r for r in run["results"]}
+        for ours, drf in (("GET observations/ (ours)", "GET observations/ (DRF ListAPIView)"),
+                          ("GET observations/<id>/ (ours)", "GET observations/<id>/ (DRF RetrieveAPIView)")):
+            if ours in by_op and drf in by_op:
+                a, b = by_op[ours]["per_second"], by_op[drf]["per_second"]
+                out.append(f"- {engine}: {ours.replace(' (ours)', '')} {a:.0f}/s against DRF's {b:.0f}/s: {a / b:.2f}×")
+        for r in run["results"]:
+            if r["group"] == "throughput":
+                out.append(f"- {engine}: embedding {r['memories']} memories: {r['per_second']:.1f} memories/s, "
+                           f"{r['chars_per_second']:,.0f} characters/s")
+            elif r["group"] == "backlog":
+                out.append(f"- {engine}: {r['memories']} saves in a row (p50 {ms(r['save']['p50'])} ms), then "
+                           f"{r['n']} searches while the queue drained in {r['drained_seconds']:.0f} s: "
+                           f"p50 {ms(r['p50'])} / p95 {ms(r['p95'])} ms ({r['left']} still waiting at the end)")
+    return out
+
+
+def render(runs: list[dict]) -> str:
+    lines = []
+    for run in runs:
+        if run["phase"] == runs[0]["phase"]:
+            lines.append(f"{ENGINES[run['engine']]}: " + ", ".join(f"{k} {v}" for k, v in run["versions"].items()))
+    for phase in dict.fromkeys(run["phase"] for run in runs):
+        same = [run for run in runs if run["phase"] == phase]
+        lines += ["", *table(same, phase)]
+        extra = notes(same)
+        if extra:
+            lines += ["", *extra]
+    return "\n".join(lines) + "\n"
