@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.utils.translation import gettext_lazy as _
 
 
@@ -33,11 +33,20 @@ class SessionQuerySet(models.QuerySet):
     def with_observation_count(self):
         """Each session's live observations counted by a subquery: per session returned, so a
         sliced list costs its own rows, not a join over the user's whole history."""
-        live = (
-            Observation.objects.filter(session_id=models.OuterRef("pk"), deleted_at__isnull=True)
-            .order_by().values("session_id").annotate(n=models.Count("pk")).values("n")
-        )
-        return self.annotate(observation_count=Coalesce(models.Subquery(live), 0))
+        return self.annotate(observation_count=live_observation_count())
+
+
+@functools.cache
+def live_observation_count() -> models.Subquery:
+    """``(SELECT COUNT(id) FROM observation WHERE session_id = <the session> AND live)``.
+
+    A plain COUNT (a ``Func``, not the ``Count`` aggregate) needs no GROUP BY and gives 0 for a
+    session without rows. Built once: ``annotate`` resolves a copy, and every session read of a
+    start compiles it.
+    """
+    count = models.Func(models.F("pk"), function="COUNT", output_field=models.IntegerField())
+    live = Observation.objects.filter(session_id=models.OuterRef("pk"), deleted_at__isnull=True)
+    return models.Subquery(live.order_by().values(n=count))
 
 
 class Session(models.Model):

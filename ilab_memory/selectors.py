@@ -31,6 +31,7 @@ from .types import (
 from .validation import clean_choice, parse_uuid
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at")
+SUMMARY_FIELDS = ("id", "started_at", "ended_at", "summary", "is_auto_generated", "observation_count")
 _POSITION = IntegerField()
 
 
@@ -45,8 +46,8 @@ def with_content_head(queryset, *, preview_chars: int):
 def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's newest completed sessions (newest ``ended_at`` first) with live observation counts."""
     sessions = (
-        Session.objects.using(using).for_user(user_id).completed().with_observation_count()
-        .only("id", "started_at", "ended_at", "summary", "is_auto_generated").order_by("-ended_at", "-id")
+        Session.objects.using(using).for_user(user_id).completed().with_observation_count().order_by("-ended_at", "-id")
+        .values_list(*SUMMARY_FIELDS, named=True)
     )
     return [session_summary_compact(session) for session in sessions[: max(0, limit)]]
 
