@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
+from ilab_memory.extras import MissingExtra, require
 
 
 class Command(BaseCommand):
@@ -16,6 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="default", help="Database alias of the memory.")
 
     def handle(self, *args, **options):
+        try:
+            require("mcp")
+        except MissingExtra as error:
+            raise CommandError(f"ilab_memory_mcp: {error}") from None
         from ilab_memory import ILabMemory
         from ilab_memory.mcp import stdio
 
