@@ -20,3 +20,7 @@ class IlabMemoryConfig(AppConfig):
         from .services.search.index import repair_after_migrate
 
         post_migrate.connect(repair_after_migrate, sender=self, dispatch_uid="ilab_memory_search_repair")
+
+        from .vectors import forget_pgvector_state
+
+        post_migrate.connect(forget_pgvector_state, sender=self, dispatch_uid="ilab_memory_pgvector_state")

@@ -3,10 +3,10 @@
 Vectors are float32 little-endian bytes in ``ObservationVector.vector``, on every engine. The
 lookup is exact and scoped by ``user_id`` before anything is ranked:
 
-* **PostgreSQL with pgvector** (the extension present and the ``embedding`` column added, see
-  ``pgvector_ready``): the database scans the user's rows through the (user_id, model_id)
-  index and orders by cosine distance. No approximate index: an ANN index would rank across
-  all users and filter afterwards, which can miss a user's best rows.
+* **PostgreSQL with pgvector** (the ``embedding`` column that migration 0009 adds where the
+  extension is available, see ``pgvector_ready``): the database scans the user's rows through
+  the (user_id, model_id) index and orders by cosine distance. No approximate index: an ANN
+  index would rank across all users and filter afterwards, which can miss a user's best rows.
 * **SQLite, and PostgreSQL without pgvector**: the user's vectors are read once into a numpy
   matrix kept in this process (``VECTOR_CACHE_MB`` in all, least recently used out first) and
   scored with one matrix-vector product. Each search reads the user's ``VectorStamp`` (one
@@ -63,37 +63,10 @@ def pgvector_ready(using: str) -> bool:
     return _pgvector_ready[using]
 
 
-def forget_pgvector_state() -> None:
-    """Read the column's presence again (after the migration or ``ilab_memory_embed --pgvector``)."""
+def forget_pgvector_state(**kwargs) -> None:
+    """Read the column's presence again; a ``post_migrate`` receiver, as migration 0009 adds
+    the column and reversing it drops it."""
     _pgvector_ready.clear()
-
-
-def install_pgvector(connection) -> bool:
-    """Create the extension (when the role may) and the ``embedding`` column, and fill it for
-    vectors stored before; True if the column is there afterwards.
-
-    A failure (no extension on the server, no privilege) leaves the numpy path in place.
-    """
-    if connection.vendor != "postgresql":
-        return False
-    from django.db import DatabaseError, transaction
-
-    try:
-        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-            cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            cursor.execute(f"ALTER TABLE {VECTOR_TABLE} ADD COLUMN IF NOT EXISTS {PGVECTOR_COLUMN} vector")
-    except DatabaseError:
-        return False
-    finally:
-        forget_pgvector_state()
-    import numpy as np
-
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, vector FROM {VECTOR_TABLE} WHERE vector IS NOT NULL AND {PGVECTOR_COLUMN} IS NULL")
-        for pk, blob in cursor.fetchall():
-            literal = pgvector_literal(np.frombuffer(bytes(blob), dtype="<f4"))
-            cursor.execute(f"UPDATE {VECTOR_TABLE} SET {PGVECTOR_COLUMN} = CAST(%s AS vector) WHERE id = %s", [literal, pk])
-    return True
 
 
 def store_pgvector(pk: int, vector, *, using: str) -> None:

@@ -145,6 +145,13 @@ def test_the_demo_command_belongs_to_the_demo_site_not_the_app():
     assert not (ROOT / "ilab_memory" / "management" / "commands" / "ilab_memory_demo.py").exists()
 
 
+def test_the_embed_command_changes_no_schema_migrate_adds_the_pgvector_column():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="unrecognized arguments: --pgvector"):
+        call_command("ilab_memory_embed", "--pgvector")
+
+
 def test_the_sweep_still_closes_what_expired(history):
     call_command("ilab_memory_close_expired", verbosity=0)
     assert Session.objects.get(user_id="bob").status == "completed"

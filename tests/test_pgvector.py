@@ -1,11 +1,16 @@
 """The pgvector path of vectors.py, on a PostgreSQL that has the extension.
 
-CI runs this file first, then the other vector tests, against a PostgreSQL 16 with pgvector
-(`python -m tests.pgvector_server -- pytest tests/test_pgvector.py ...`). Elsewhere it skips.
+CI runs it with the other vector tests against a PostgreSQL 16 with pgvector
+(`python -m tests.pgvector_server -- pytest tests/test_pgvector.py ...`), whose test database
+got the ``embedding`` column from ``migrate`` (migration 0009). Elsewhere it skips.
 """
 
+from importlib import import_module
+
+import numpy as np
 import pytest
-from django.db import DatabaseError, connection
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
 
 from ilab_memory import vectors
 from ilab_memory.services import embedding
@@ -30,20 +35,75 @@ def recording(transactional_db, settings):
     settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
 
 
-def test_the_command_installs_pgvector_and_fills_vectors_stored_before(tmem):
-    from django.core.management import call_command
+def migrate(target=None):
+    call_command("migrate", "ilab_memory", *([target] if target else []), verbosity=0)
 
-    tmem.mem_save("alice", "Green tea", "Green tea in the morning.")
-    embedding.embed_waiting()  # stored before the column exists
-    call_command("ilab_memory_embed", "--pgvector", verbosity=0)
-    assert vectors.pgvector_ready("default")
+
+def test_migrate_adds_the_column_and_fills_it_from_the_vectors_stored_before(tmem):
+    migrate("0008")  # back to before the column (the test database was migrated with it)
+    assert not column_present() and not vectors.pgvector_ready("default")
+    for text in ("Green tea in the morning.", "Black coffee at noon."):
+        tmem.mem_save("alice", text[:10], text)
+    embedding.embed_waiting()  # stored as bytes only: there is no column to copy them to
+    migrate()
+    assert column_present() and vectors.pgvector_ready("default")  # post_migrate forgot the old answer
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {vectors.VECTOR_TABLE} WHERE {vectors.PGVECTOR_COLUMN} IS NULL")
-        assert cursor.fetchone()[0] == 0
+        cursor.execute(f"SELECT vector, {vectors.PGVECTOR_COLUMN}::text FROM {vectors.VECTOR_TABLE}")
+        rows = cursor.fetchall()
+    assert len(rows) == 2
+    for stored, copied in rows:
+        copy = np.array(copied.strip("[]").split(","), dtype=np.float32)
+        assert np.array_equal(copy, np.frombuffer(bytes(stored), dtype="<f4"))  # the same float32s
+
+
+def test_going_back_drops_the_column_and_keeps_the_extension(tmem):
+    migrate("0008")
+    try:
+        assert not column_present()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            assert cursor.fetchone()
+    finally:
+        migrate()
+
+
+def test_a_role_that_may_not_create_the_extension_gets_no_column_and_no_error(tmem, caplog):
+    """The migration's function run as a role without the privilege: a warning, and neither the
+    extension nor the column; the whole test runs in a transaction that is rolled back."""
+    add_embedding_column = import_module("ilab_memory.migrations.0009_pgvector").add_embedding_column
+    apps = migration_apps()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("DROP EXTENSION vector CASCADE")  # the column goes with it
+            cursor.execute("CREATE ROLE ilab_memory_test_no_extension")
+            cursor.execute("SET LOCAL ROLE ilab_memory_test_no_extension")
+        with connection.schema_editor() as editor:
+            add_embedding_column(apps, editor)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET ROLE")
+            cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            assert cursor.fetchone() is None
+        assert not column_present()
+        transaction.set_rollback(True)
+    assert "may not create the extension" in caplog.text
+    assert column_present()  # the rollback put the extension and the column back
+
+
+def migration_apps():
+    from django.db.migrations.loader import MigrationLoader
+
+    return MigrationLoader(connection).project_state(("ilab_memory", "0009_pgvector")).apps
+
+
+def column_present() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM information_schema.columns WHERE table_name = %s AND column_name = %s",
+                       [vectors.VECTOR_TABLE, vectors.PGVECTOR_COLUMN])
+        return cursor.fetchone() is not None
 
 
 def test_pgvector_finds_what_numpy_finds_with_the_same_cosines(tmem):
-    assert vectors.install_pgvector(connection)
+    assert vectors.pgvector_ready("default")  # the column came with migrate
     for user in ("alice", "bob"):
         for k, text in enumerate(["green tea", "black coffee", "deploy on friday", "tea ceremony", "coffee beans"]):
             tmem.mem_save(user, f"{text} {k}", f"Notes about {text}.")
@@ -63,7 +123,7 @@ def test_pgvector_finds_what_numpy_finds_with_the_same_cosines(tmem):
 
 
 def test_pgvector_is_scoped_by_user_before_ranking(tmem):
-    assert vectors.install_pgvector(connection)
+    assert vectors.pgvector_ready("default")  # the column came with migrate
     mine = tmem.mem_save("alice", "Weekly report", "Send it on Monday.").observation
     for k in range(30):
         tmem.mem_save("bob", f"Green tea {k}", "Green tea, green tea.")

