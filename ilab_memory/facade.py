@@ -17,7 +17,6 @@ _bootstrap_lock = threading.Lock()
 _embedded_path: str | None = None  # the file this process configured Django on, if any
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
-MAX_COUNT = 10_000  # largest limit/before/after a read accepts
 
 
 def embedded_settings(path: str) -> dict[str, Any]:
@@ -140,16 +139,14 @@ class ILabMemory:
         return {"config": self._config(), "using": self.using}
 
     def _user(self, user_id) -> str:
+        # The selectors take the user_id as given (the services clean it themselves).
         from .validation import clean_user_id
 
         return clean_user_id(user_id, limit=self._config().MAX_USER_ID_CHARS)
 
-    @staticmethod
-    def _count(name: str, value) -> int:
-        # Bounded so the value always fits the databases' integer parameters.
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-            raise ValidationError(name, f"must be an integer from 0 to {MAX_COUNT}.", code="invalid_integer")
-        return value
+    def _count(self, count, value) -> int:
+        """``value`` checked against ``count``, one of the bounds of ``validation`` every face applies."""
+        return count.clean(value, self._config())
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -178,9 +175,10 @@ class ILabMemory:
 
     def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50):
         from . import selectors
+        from .validation import SESSIONS_LIMIT
 
         return selectors.sessions_list(
-            user_id=self._user(user_id), status=status, limit=self._count("limit", limit), using=self.using
+            user_id=self._user(user_id), status=status, limit=self._count(SESSIONS_LIMIT, limit), using=self.using
         )
 
     def mem_close_expired(self) -> list[str]:
@@ -231,26 +229,32 @@ class ILabMemory:
 
         return observation_delete(user_id=user_id, observation_id=observation_id, hard=hard, **self._kwargs())
 
-    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int = 10):
-        """Full-text search of the user's live observations, best first (SearchScore)."""
+    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None):
+        """Full-text search of the user's live observations, best first (SearchScore); ``limit``
+        defaults to the SEARCH_DEFAULT_LIMIT setting."""
         from .services.search import observation_search
+        from .validation import SEARCH_LIMIT
 
+        if limit is not None:
+            limit = self._count(SEARCH_LIMIT, limit)
         return observation_search(user_id=user_id, query=query, type=type, limit=limit, **self._kwargs())
 
-    def mem_context(self, user_id: str, *, limit: int = 10):
-        """The start-of-session ranking (ContextScore), read-only."""
+    def mem_context(self, user_id: str, *, limit: int | None = None):
+        """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
+        CONTEXT_MEMORIES setting, as at session start."""
         from . import selectors
+        from .validation import CONTEXT_LIMIT
 
-        return selectors.context_memories(
-            user_id=self._user(user_id), limit=self._count("limit", limit), **self._kwargs()
-        )
+        limit = self._config().CONTEXT_MEMORIES if limit is None else self._count(CONTEXT_LIMIT, limit)
+        return selectors.context_memories(user_id=self._user(user_id), limit=limit, **self._kwargs())
 
     def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5):
         from . import selectors
+        from .validation import TIMELINE_AFTER, TIMELINE_BEFORE
 
         return selectors.observation_timeline(
             user_id=self._user(user_id), observation_id=observation_id,
-            before=self._count("before", before), after=self._count("after", after), **self._kwargs(),
+            before=self._count(TIMELINE_BEFORE, before), after=self._count(TIMELINE_AFTER, after), **self._kwargs(),
         )
 
     def mem_stats(self, user_id: str):

@@ -11,6 +11,7 @@ import math
 import re
 import unicodedata
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .exceptions import ValidationError
@@ -46,6 +47,39 @@ def clean_user_id(value: Any, *, limit: int) -> str:
     if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise ValidationError("user_id", "must not contain control characters.", code="control_character")
     return check_length("user_id", value, limit)
+
+
+@dataclass(frozen=True)
+class Count:
+    """A count argument of a read (how many rows), with its bounds. Defined once, below: the
+    services and the facade check it, the API's and MCP's schemas show its bounds, and every
+    face refuses a value out of bounds in the same words."""
+
+    field: str
+    minimum: int
+    maximum: int | str  # a number, or the name of the setting that holds it
+
+    def bounds(self, config) -> tuple[int, int]:
+        maximum = getattr(config, self.maximum) if isinstance(self.maximum, str) else self.maximum
+        return self.minimum, maximum
+
+    def clean(self, value: Any, config) -> int:
+        """``value`` when it is an integer within the bounds; ValidationError naming the field and the limit."""
+        low, high = self.bounds(config)
+        message = f"must be an integer from {low} to {high}."
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError(self.field, message, code="invalid_type")
+        if not low <= value <= high:
+            code, limit = ("min_value", low) if value < low else ("max_value", high)
+            raise ValidationError(self.field, message, code=code, limit=limit)
+        return value
+
+
+SEARCH_LIMIT = Count("limit", 1, "SEARCH_MAX_LIMIT")
+CONTEXT_LIMIT = Count("limit", 1, 100)
+TIMELINE_BEFORE = Count("before", 0, 50)
+TIMELINE_AFTER = Count("after", 0, 50)
+SESSIONS_LIMIT = Count("limit", 1, 100)
 
 
 def clean_type(value: Any, *, allowed) -> str:

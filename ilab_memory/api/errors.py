@@ -11,7 +11,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
-from .. import exceptions
+from .. import encoding, exceptions
 
 NOT_FOUND_ERRORS = (exceptions.NoActiveSession, exceptions.ObservationNotFound, exceptions.SessionNotFound)
 
@@ -28,14 +28,9 @@ class PayloadTooLarge(APIException):
 def app_error_response(exc: exceptions.IlabMemoryError) -> Response | None:
     """The HTTP answer for one of the app's own exceptions; None for anything else."""
     if isinstance(exc, exceptions.ValidationError):
-        body = {"detail": str(exc), "code": exc.code, "errors": {exc.field: [exc.message]}}
-        if exc.limit is not None:
-            body["limit"] = exc.limit
-        if exc.size is not None:
-            body["size"] = exc.size
-        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return Response(encoding.error(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, NOT_FOUND_ERRORS):
-        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_404_NOT_FOUND)
+        return Response(encoding.error(exc), status=status.HTTP_404_NOT_FOUND)
     return None
 
 

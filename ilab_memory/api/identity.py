@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import PermissionDenied
 
 from ..conf import get_config
+from ..validation import clean_user_id
 
 ACT_FOR_ANY_USER = "ilab_memory.act_for_any_user"
 
@@ -24,14 +25,19 @@ def resolve_user_id(request) -> str:
     return resolver(request)
 
 
-def acting_user_id(request, requested: str | None) -> str:
+NOT_NAMED = object()  # the request names no user_id (a JSON null is named, and refused)
+
+
+def acting_user_id(request, requested=NOT_NAMED) -> str:
     """The user_id a request acts for: its own, or ``requested`` when its user may act for anyone.
 
-    Raises PermissionDenied (403) when another user_id is named without the permission. The
-    value is validated later by the service it reaches, like any other input.
+    Both are cleaned by ``validation.clean_user_id`` before they are compared (a bad one is the
+    app's ValidationError, a 400), so the answer is the id every service would store. Raises
+    PermissionDenied (403) when another user_id is named without the permission.
     """
-    own = resolve_user_id(request)
-    if requested is None or requested == own:
+    limit = get_config().MAX_USER_ID_CHARS
+    own = clean_user_id(resolve_user_id(request), limit=limit)
+    if requested is NOT_NAMED or (requested := clean_user_id(requested, limit=limit)) == own:
         return own
     if request.user.has_perm(ACT_FOR_ANY_USER):
         return requested

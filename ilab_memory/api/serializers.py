@@ -3,8 +3,8 @@
 Input serializers declare what each endpoint accepts; the views check a body's shape against
 them (``body_fields``: an object, known fields, required ones present) and leave the values to
 the services, where every rule lives. Output serializers describe the frozen values of
-``ilab_memory.types``; the views build those bodies with ``responses.py``, which is checked
-against them.
+``ilab_memory.types`` for the schema, field for field and in the same order; the views answer
+with ``ilab_memory.encoding``, which is checked against them (``tests/api/test_encoding.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.settings import api_settings
 
+from .. import encoding
+from ..conf import get_config
 from ..services.privacy import shown_key
-from ..types import ContextScore, SearchScore
+from ..validation import CONTEXT_LIMIT, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
 # ---------------------------------------------------------------------------------------- inputs
 
@@ -138,19 +140,36 @@ class DeleteQuerySerializer(serializers.Serializer):
     )
 
 
+class CountField(serializers.IntegerField):
+    """A count query parameter (how many rows): parsed here, bounded by its ``validation.Count``.
+
+    The bounds are shown in the schema and checked by ``Count.clean``, which raises the app's
+    ValidationError: a 400 naming the field and the limit, in the words of every face.
+    """
+
+    def __init__(self, count: Count, **kwargs):
+        self.count = count
+        super().__init__(**kwargs)
+        # For the schema only: DRF would check them again, in other words, through validators.
+        self.min_value, self.max_value = count.bounds(get_config())
+
+    def to_internal_value(self, data):
+        return self.count.clean(super().to_internal_value(data), get_config())
+
+
 class TimelineQuerySerializer(serializers.Serializer):
-    before = serializers.IntegerField(required=False, default=5, min_value=0, max_value=50)
-    after = serializers.IntegerField(required=False, default=5, min_value=0, max_value=50)
+    before = CountField(TIMELINE_BEFORE, required=False, default=5)
+    after = CountField(TIMELINE_AFTER, required=False, default=5)
 
 
 class ContextQuerySerializer(serializers.Serializer):
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    limit = CountField(CONTEXT_LIMIT, required=False)
 
 
 class SearchQuerySerializer(serializers.Serializer):
     q = StrictCharField(help_text=_("Words and \"quoted phrases\"; memories holding every term rank first."))
     type = StrictCharField(required=False)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    limit = CountField(SEARCH_LIMIT, required=False)
 
 
 class ForgetInputSerializer(ActingUserSerializer):
@@ -181,13 +200,9 @@ class ScoreSerializer(serializers.Serializer):
     value = serializers.FloatField()
     breakdown = serializers.DictField(child=serializers.JSONField())
 
-    @extend_schema_field(serializers.ChoiceField(choices=["context", "search"]))
+    @extend_schema_field(serializers.ChoiceField(choices=sorted(encoding.SCORE_KINDS.values())))
     def get_kind(self, score) -> str:
-        if isinstance(score, SearchScore):
-            return "search"
-        if isinstance(score, ContextScore):
-            return "context"
-        raise TypeError(f"not a score: {type(score).__name__}")
+        return encoding.score_kind(score)
 
 
 class ObservationCompactSerializer(serializers.Serializer):
@@ -220,13 +235,12 @@ class ObservationRecordSerializer(serializers.Serializer):
 
 
 class SaveResultSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["created", "revised", "duplicate"])
+    action = serializers.ChoiceField(choices=encoding.CHOICES["action"])
     observation = ObservationRecordSerializer()
 
 
-class _SessionSummaryFields(serializers.Serializer):
-    """What both session shapes say about a session's span and summary."""
-
+class SessionSummaryCompactSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
     started_at = serializers.DateTimeField()
     ended_at = serializers.DateTimeField(allow_null=True)
     summary = serializers.CharField(allow_null=True)
@@ -234,15 +248,16 @@ class _SessionSummaryFields(serializers.Serializer):
     observation_count = serializers.IntegerField(min_value=0)
 
 
-class SessionSummaryCompactSerializer(_SessionSummaryFields):
-    session_id = serializers.UUIDField()
-
-
-class SessionRecordSerializer(_SessionSummaryFields):
+class SessionRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["active", "completed"])
+    status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
+    started_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(allow_null=True)
+    is_auto_generated = serializers.BooleanField()
+    observation_count = serializers.IntegerField(min_value=0)
 
 
 class SessionStartSerializer(serializers.Serializer):

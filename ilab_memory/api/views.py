@@ -24,19 +24,18 @@ from rest_framework.viewsets import GenericViewSet
 
 from .. import selectors, types
 from ..conf import get_config
+from ..encoding import encode
 from ..exceptions import ValidationError
 from ..models import Observation, Session
 from ..services import observations as observation_services
 from ..services import search as search_services
 from ..services import data as data_services
 from ..services import sessions as session_services
-from ..validation import clean_user_id
-from . import responses
 from . import serializers as s
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
 from .metadata import InputMetadata
-from .identity import acting_user_id
+from .identity import NOT_NAMED, acting_user_id
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
@@ -92,13 +91,8 @@ class MemoryAPIMixin(AppErrorMixin):
     def acting_user_id(self, body: dict | None = None) -> str:
         """The caller's user_id, or the one it names in the body or the query (403 if not allowed)."""
         if body is not None and "user_id" in body:
-            # The face reads this value itself (whom the call acts for), so it checks it here.
-            requested = clean_user_id(body["user_id"], limit=get_config().MAX_USER_ID_CHARS)
-        else:
-            requested = self.request.query_params.get("user_id")
-        user_id = acting_user_id(self.request, requested)
-        # Checked here too, because selectors (unlike services) trust their user_id.
-        return clean_user_id(user_id, limit=get_config().MAX_USER_ID_CHARS)
+            return acting_user_id(self.request, body["user_id"])
+        return acting_user_id(self.request, self.request.query_params.get("user_id", NOT_NAMED))
 
 
 def _content_length(request) -> int:
@@ -146,11 +140,11 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         records = [types.session_record(session, session.observation_count) for session in page]
-        return self.get_paginated_response([responses.session_record(record) for record in records])
+        return self.get_paginated_response(encode(records))
 
     def retrieve(self, request, pk=None):
         record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk)
-        return Response(responses.session_record(record))
+        return Response(encode(record))
 
     @extend_schema(
         summary=_("Start or reuse the caller's session (call it whenever the user shows up)"),
@@ -166,7 +160,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
         body = self.validated_body()
         result = session_services.session_start(user_id=self.acting_user_id(body))
         code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
-        return Response(responses.session_start(result), status=code)
+        return Response(encode(result), status=code)
 
     @extend_schema(
         summary=_("Store a narrative summary on the active session without closing it"),
@@ -177,7 +171,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def summary(self, request):
         body = self.validated_body()
         record = session_services.session_summary(user_id=self.acting_user_id(body), summary=body["summary"])
-        return Response(responses.session_record(record))
+        return Response(encode(record))
 
     @extend_schema(
         summary=_("Close the active session now"),
@@ -192,7 +186,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def end(self, request):
         body = self.validated_body()
         record = session_services.session_end(user_id=self.acting_user_id(body), summary=body.get("summary"))
-        return Response(responses.session_record(record))
+        return Response(encode(record))
 
 
 # ---------------------------------------------------------------------------------- observations
@@ -251,7 +245,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         rows = selectors.with_content_head(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
         page = self.paginate_queryset(rows)
         items = [types.observation_compact(row, preview_chars=preview_chars) for row in page]
-        return self.get_paginated_response(responses.compacts(items))
+        return self.get_paginated_response(encode(items))
 
     def create(self, request):
         body = self.validated_body()
@@ -259,18 +253,18 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         body.pop("user_id", None)
         result = observation_services.observation_save(user_id=user_id, **body)
         code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
-        return Response(responses.save_result(result), status=code)
+        return Response(encode(result), status=code)
 
     def retrieve(self, request, pk=None):
         observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk)
-        return Response(responses.observation_record(types.observation_record(observation)))
+        return Response(encode(types.observation_record(observation)))
 
     def partial_update(self, request, pk=None):
         body = self.validated_body()
         user_id = self.acting_user_id(body)
         body.pop("user_id", None)
         record = observation_services.observation_update(user_id=user_id, observation_id=pk, **body)
-        return Response(responses.observation_record(record))
+        return Response(encode(record))
 
     def destroy(self, request, pk=None):
         query = self.validated_query(s.DeleteQuerySerializer)
@@ -288,7 +282,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         timeline = selectors.observation_timeline(
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
         )
-        return Response(responses.timeline(timeline))
+        return Response(encode(timeline))
 
     @extend_schema(
         summary=_("Full-text search over the caller's live observations, best first"),
@@ -301,7 +295,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit")
         )
-        return Response(responses.compacts(results))
+        return Response(encode(results))
 
 
 # --------------------------------------------------------------------------------------- context
@@ -321,7 +315,7 @@ class ContextView(MemoryAPIMixin, APIView):
         memories = selectors.context_memories(
             user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), config=config
         )
-        return Response(responses.compacts(memories))
+        return Response(encode(memories))
 
 
 # ------------------------------------------------------------------------------------------ data

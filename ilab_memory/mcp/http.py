@@ -55,16 +55,12 @@ class RequestUser:
         self.request = request
 
     def acting_user_id(self, requested: str | None) -> str:
-        from ..api.identity import acting_user_id
-        from ..conf import get_config
-        from ..validation import clean_user_id
+        from ..api.identity import NOT_NAMED, acting_user_id
 
         try:
-            user_id = acting_user_id(self.request, requested)
+            return acting_user_id(self.request, NOT_NAMED if requested is None else requested)
         except PermissionDenied as exc:
             raise ToolRefusal(api_exception_body(exc)) from None
-        # As the API's views do: selectors (unlike services) trust their user_id.
-        return clean_user_id(user_id, limit=get_config().MAX_USER_ID_CHARS)
 
     def check_throttle(self) -> None:
         from ..api.throttling import MemoryUserRateThrottle

@@ -1,11 +1,11 @@
 """One MCP server definition over the ``ILabMemory`` facade, for every transport.
 
 Built on the SDK's low-level ``Server``: the tools are listed with hand-made input schemas (the
-limits of the settings) and output schemas derived from the API's serializers, and each call
+limits of the settings) and the output schemas of ``ilab_memory.encoding``, and each call
 returns a ``CallToolResult`` with structured content in the API's JSON shape plus a short text.
 Every failure of a call is a tool error (``isError``) whose structured content is the API's
-error body (``detail``, ``code``, field ``errors``, ``limit``, ``size``); nothing escapes as a
-protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
+error body (``encoding.error``: ``detail``, ``code``, field ``errors``, ``limit``, ``size``);
+nothing escapes as a protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
 
 Who calls is a *principal* the transport supplies per request (``principal_for(ctx)``): the
 HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id.
@@ -21,8 +21,9 @@ from asgiref.sync import sync_to_async
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from .. import encoding
 from ..exceptions import IlabMemoryError, ValidationError
-from . import shapes, tools
+from . import tools
 
 logger = logging.getLogger("ilab_memory.mcp")
 
@@ -47,16 +48,11 @@ class Principal(Protocol):
         """Raises ToolRefusal when the caller is over its rate."""
 
 
-def error_body(exc: Exception) -> dict[str, Any]:
+def error_body(exc: IlabMemoryError | ToolRefusal) -> dict[str, Any]:
     """The API's error body for one of the app's exceptions, or a refusal."""
     if isinstance(exc, ToolRefusal):
         return exc.body
-    from ..api.errors import app_error_response
-
-    response = app_error_response(exc)
-    if response is not None:
-        return dict(response.data)
-    return {"detail": str(exc), "code": getattr(exc, "code", "invalid")}
+    return encoding.error(exc)
 
 
 def error_result(body: dict[str, Any]) -> types.CallToolResult:
@@ -77,7 +73,6 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
 
     config = get_config()
     specs = {spec.name: spec for spec in tools.tool_specs(config)}
-    outputs = shapes.output_schemas()
     listing = types.ListToolsResult(
         tools=[
             types.Tool(
@@ -85,7 +80,7 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
                 title=spec.title,
                 description=spec.description,
                 input_schema=spec.input_schema,
-                output_schema=outputs[spec.name],
+                output_schema=spec.output_schema,
                 annotations=spec.annotations,
             )
             for spec in specs.values()

@@ -22,7 +22,7 @@ class FixedUser:
     def acting_user_id(self, requested: str | None) -> str:
         from .server import ToolRefusal
 
-        if requested is None or requested == self.user_id:
+        if requested is None or clean_user(requested) == self.user_id:
             return self.user_id
         raise ToolRefusal({
             "detail": "This memory server serves one user_id, the one it was started with (--user); "

@@ -1,10 +1,12 @@
 """The eleven memory tools: input schemas, annotations, the facade call, and what an LLM reads.
 
 Each tool is named after the ``ILabMemory`` method it calls and takes that method's parameters.
-Input schemas carry the limits of the ``ILAB_MEMORY`` settings; the services remain the judge
-of text lengths, blank values, type slugs and metadata size (after ``<private>`` redaction,
-exactly as over the HTTP API). ``check_arguments`` enforces the rest of each schema (required,
-unknown arguments, JSON types, integer ranges) with messages that never echo a value.
+Input schemas carry the limits of the ``ILAB_MEMORY`` settings and the counts' bounds of
+``validation``; the facade and the services below it remain the judge of values: text lengths,
+blank values, type slugs, metadata size (after ``<private>`` redaction, exactly as over the HTTP
+API) and counts. ``check_arguments`` enforces what only this face can (required and unknown
+arguments, JSON types) with messages that never echo a value. Results are encoded by
+``ilab_memory.encoding``, in the HTTP API's shapes, and described by its schemas.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ from typing import Any, Callable
 from mcp_types import ToolAnnotations
 
 from ..conf import Config
+from ..encoding import encode, listing_schema, schema
 from ..exceptions import ValidationError
-from . import shapes
+from ..types import (
+    DeleteResult,
+    MemoryStats,
+    ObservationCompact,
+    ObservationRecord,
+    SaveResult,
+    SessionRecord,
+    SessionStartResponse,
+    Timeline,
+)
+from ..validation import CONTEXT_LIMIT, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
 OBSERVATION_VOCABULARY = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery",
                           "learning", "preference")
-TIMELINE_MAX = 50  # as GET observations/{id}/timeline/
-CONTEXT_MAX = 100  # as GET context/
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class ToolSpec:
     title: str
     description: str
     input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
     annotations: ToolAnnotations
     run: Callable[[Any, str, dict[str, Any]], tuple[dict[str, Any], str]]
     """(memory, user_id, checked arguments) -> (structured result, text for the LLM)."""
@@ -103,7 +115,8 @@ def _summary(config: Config, *, optional: bool) -> dict[str, Any]:
     return schema
 
 
-def _count(minimum: int, maximum: int, default: int, description: str) -> dict[str, Any]:
+def _count(count: Count, config: Config, default: int, description: str) -> dict[str, Any]:
+    minimum, maximum = count.bounds(config)
     return {"type": "integer", "minimum": minimum, "maximum": maximum, "default": default, "description": description}
 
 
@@ -136,7 +149,7 @@ def _json_type(value) -> str:
 
 
 def check_arguments(schema: dict[str, Any], arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """The arguments with the schema's required, unknown, type and range rules applied.
+    """The arguments with the schema's required, unknown and type rules applied.
 
     ``null`` for an optional argument whose schema does not take null counts as "not given"
     (models often send it). Raises the app's ValidationError naming the argument and the rule.
@@ -161,11 +174,6 @@ def check_arguments(schema: dict[str, Any], arguments: dict[str, Any] | None) ->
         if kind not in allowed:
             expected = " or ".join(_TYPE_WORDS[t] for t in allowed)
             raise ValidationError(name, f"must be {expected}.", code="invalid_type")
-        if kind == "integer":
-            low, high = rule.get("minimum"), rule.get("maximum")
-            if (low is not None and value < low) or (high is not None and value > high):
-                code, limit = ("min_value", low) if low is not None and value < low else ("max_value", high)
-                raise ValidationError(name, f"must be an integer from {low} to {high}.", code=code, limit=limit)
         checked[name] = value
     return checked
 
@@ -216,7 +224,7 @@ def _session_line(record: dict[str, Any]) -> str:
 
 
 def _start(memory, user_id, args):
-    data = shapes.session_start(memory.mem_session_start(user_id))
+    data = encode(memory.mem_session_start(user_id))
     if data["is_new"]:
         lines = [f"NEW session {data['session_id']}: greet the user; this conversation starts fresh, "
                  "with the context below."]
@@ -242,7 +250,7 @@ def _start(memory, user_id, args):
 
 
 def _save(memory, user_id, args):
-    data = shapes.save_result(memory.mem_save(
+    data = encode(memory.mem_save(
         user_id, args["title"], args["content"], type=args.get("type", "manual"),
         topic_key=args.get("topic_key"), metadata=args.get("metadata"),
     ))
@@ -260,18 +268,17 @@ def _save(memory, user_id, args):
 
 
 def _summary_tool(memory, user_id, args):
-    data = shapes.session_record(memory.mem_session_summary(user_id, args["summary"]))
+    data = encode(memory.mem_session_summary(user_id, args["summary"]))
     return data, f"Summary stored; the session stays open. {_session_line(data)}"
 
 
 def _end(memory, user_id, args):
-    data = shapes.session_record(memory.mem_session_end(user_id, args.get("summary")))
+    data = encode(memory.mem_session_end(user_id, args.get("summary")))
     return data, f"Session closed. {_session_line(data)}"
 
 
 def _search(memory, user_id, args):
-    results = shapes.compacts(memory.mem_search(user_id, args["query"], type=args.get("type"),
-                                                limit=args.get("limit", memory_search_default())))
+    results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit")))
     data = {"results": results}
     if not results:
         return data, "No memories matched. Try other words, fewer terms, or mem_context."
@@ -281,7 +288,7 @@ def _search(memory, user_id, args):
 
 
 def _context(memory, user_id, args):
-    memories = shapes.compacts(memory.mem_context(user_id, limit=args.get("limit", memory_context_default())))
+    memories = encode(memory.mem_context(user_id, limit=args.get("limit")))
     data = {"memories": memories}
     return data, "Memories ranked by ContextScore (recency × type weight × reinforcement):\n" + _compact_list(
         memories, "No memories yet."
@@ -297,25 +304,25 @@ def _record_text(record: dict[str, Any]) -> str:
 
 
 def _get(memory, user_id, args):
-    data = shapes.observation_record(memory.mem_get_observation(user_id, args["observation_id"]))
+    data = encode(memory.mem_get_observation(user_id, args["observation_id"]))
     return data, _record_text(data)
 
 
 def _update(memory, user_id, args):
     fields = {k: v for k, v in args.items() if k not in ("observation_id", "user_id")}
-    data = shapes.observation_record(memory.mem_update(user_id, args["observation_id"], **fields))
+    data = encode(memory.mem_update(user_id, args["observation_id"], **fields))
     return data, f"Updated (revision {data['revision_count']}; the previous version is kept):\n" + _record_text(data)
 
 
 def _delete(memory, user_id, args):
-    data = shapes.plain(memory.mem_delete(user_id, args["observation_id"], hard=args.get("hard", False)))
+    data = encode(memory.mem_delete(user_id, args["observation_id"], hard=args.get("hard", False)))
     if data["hard"]:
         return data, f"Erased observation {data['id']}, its history and its search-index entry."
     return data, f"Deleted observation {data['id']}: hidden from search, context and reads."
 
 
 def _timeline(memory, user_id, args):
-    data = shapes.timeline(memory.mem_timeline(user_id, args["observation_id"], before=args.get("before", 5),
+    data = encode(memory.mem_timeline(user_id, args["observation_id"], before=args.get("before", 5),
                                                after=args.get("after", 5)))
     lines = [f"Session {data['session_id']}, in the order written:"]
     lines += [_compact_line(None, item) for item in data["before"]]
@@ -325,26 +332,16 @@ def _timeline(memory, user_id, args):
 
 
 def _stats(memory, user_id, args):
-    data = shapes.plain(memory.mem_stats(user_id))
+    data = encode(memory.mem_stats(user_id))
     by_type = ", ".join(f"{kind} {n}" for kind, n in data["observations_by_type"].items()) or "none"
     return data, (
         f"Sessions: {data['sessions']} ({data['active_sessions']} active, {data['completed_sessions']} completed; "
         f"summaries: {data['human_summaries']} human, {data['auto_summaries']} auto). "
         f"Memories: {data['observations']} live, {data['deleted_observations']} deleted, "
         f"{data['revisions']} earlier versions kept. By type: {by_type}."
+        + (f" {data['waiting_for_vector']} not yet searchable by meaning (found by their words meanwhile)."
+           if data["waiting_for_vector"] else "")
     )
-
-
-def memory_search_default() -> int:
-    from ..conf import get_config
-
-    return get_config().SEARCH_DEFAULT_LIMIT
-
-
-def memory_context_default() -> int:
-    from ..conf import get_config
-
-    return get_config().CONTEXT_MEMORIES
 
 
 def tool_specs(config: Config) -> list[ToolSpec]:
@@ -360,6 +357,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "(each marked Human or Auto) and the memories that matter most now. is_new tells you whether to "
             "greet the user or continue where you left off. Sessions belong to the server: never invent an id.",
             _object({**user}),
+            schema(SessionStartResponse),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False),
             _start,
@@ -379,6 +377,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "topic_key": _topic_key(config, update=False),
                 "metadata": _metadata(config),
             }, required=("title", "content")),
+            schema(SaveResult),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                             open_world_hint=False),
             _save,
@@ -388,6 +387,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "Store a narrative summary on the active session without closing it (call it at milestones). "
             "It replaces the session's previous summary and is marked Human, never Auto.",
             _object({**user, "summary": _summary(config, optional=False)}, required=("summary",)),
+            schema(SessionRecord),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False),
             _summary_tool,
@@ -398,6 +398,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "summary is stored; a blank or missing one never wipes the summary already stored. Fails with "
             "code no_active_session when no session is open.",
             _object({**user, "summary": _summary(config, optional=True)}),
+            schema(SessionRecord),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                             open_world_hint=False),
             _end,
@@ -412,8 +413,9 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "query": {"type": "string", "minLength": 1, "maxLength": config.MAX_QUERY_CHARS,
                           "description": "Words and \"quoted phrases\"."},
                 "type": _type(config, purpose="Only memories of this type."),
-                "limit": _count(1, config.SEARCH_MAX_LIMIT, config.SEARCH_DEFAULT_LIMIT, "How many results at most."),
+                "limit": _count(SEARCH_LIMIT, config, config.SEARCH_DEFAULT_LIMIT, "How many results at most."),
             }, required=("query",)),
+            listing_schema("results", ObservationCompact),
             read_only,
             _search,
         ),
@@ -421,7 +423,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "mem_context", "Memories that matter now",
             "The user's memories ranked as at session start (recency × type weight × reinforcement), on "
             "demand. Read-only: touches no session.",
-            _object({**user, "limit": _count(1, CONTEXT_MAX, config.CONTEXT_MEMORIES, "How many memories at most.")}),
+            _object({**user, "limit": _count(CONTEXT_LIMIT, config, config.CONTEXT_MEMORIES, "How many memories at most.")}),
+            listing_schema("memories", ObservationCompact),
             read_only,
             _context,
         ),
@@ -430,6 +433,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "One memory with its full content and counters. Unknown, deleted or another user's ids all answer "
             "code observation_not_found. Read-only.",
             _object({**user, "observation_id": _observation_id()}, required=("observation_id",)),
+            schema(ObservationRecord),
             read_only,
             _get,
         ),
@@ -447,6 +451,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "topic_key": _topic_key(config, update=True),
                 "metadata": {**_metadata(config), "description": "New metadata object; null clears it."},
             }, required=("observation_id",)),
+            schema(ObservationRecord),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                             open_world_hint=False),
             _update,
@@ -461,6 +466,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "hard": {"type": "boolean", "default": False,
                          "description": "true: erase the row, its history and index entry; cannot be undone."},
             }, required=("observation_id",)),
+            schema(DeleteResult),
             ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                             open_world_hint=False),
             _delete,
@@ -471,9 +477,10 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             _object({
                 **user,
                 "observation_id": _observation_id(),
-                "before": _count(0, TIMELINE_MAX, 5, "How many earlier memories."),
-                "after": _count(0, TIMELINE_MAX, 5, "How many later memories."),
+                "before": _count(TIMELINE_BEFORE, config, 5, "How many earlier memories."),
+                "after": _count(TIMELINE_AFTER, config, 5, "How many later memories."),
             }, required=("observation_id",)),
+            schema(Timeline),
             read_only,
             _timeline,
         ),
@@ -482,6 +489,7 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "Counts of the user's sessions (active, completed, Human and Auto summaries) and memories (live, "
             "deleted, earlier versions, per type). Read-only.",
             _object({**user}),
+            schema(MemoryStats),
             read_only,
             _stats,
         ),

@@ -27,15 +27,12 @@ def query_values_answer(serializer_class, data):
         (s.SearchQuerySerializer, "q=deploy"),
         (s.SearchQuerySerializer, "q=deploy&type=manual&limit=5"),
         (s.SearchQuerySerializer, ""),
-        (s.SearchQuerySerializer, "q=x&limit=0"),
-        (s.SearchQuerySerializer, "q=x&limit=1001"),
         (s.SearchQuerySerializer, "q=x&limit=abc"),
         (s.SearchQuerySerializer, "q=x&limit="),
         (s.ContextQuerySerializer, ""),
         (s.ContextQuerySerializer, "limit=7"),
-        (s.ContextQuerySerializer, "limit=101"),
         (s.TimelineQuerySerializer, "before=2"),
-        (s.TimelineQuerySerializer, "before=-1&after=x"),
+        (s.TimelineQuerySerializer, "before=1&after=x"),
         (s.DeleteQuerySerializer, ""),
         (s.DeleteQuerySerializer, "hard=true"),
         (s.DeleteQuerySerializer, "hard=maybe"),
@@ -74,3 +71,38 @@ def test_body_fields_refuse_what_the_serializer_refuses_in_its_words(serializer_
 def test_body_fields_pass_values_through_unchecked():
     body = {"title": 5, "content": ["c"], "metadata": None}
     assert s.body_fields(s.ObservationCreateInputSerializer, body) == body
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field", "code", "limit"),
+    [
+        ("observations/search/", "q=x&limit=0", "limit", "min_value", 1),
+        ("observations/search/", "q=x&limit=51", "limit", "max_value", 50),
+        ("context/", "limit=101", "limit", "max_value", 100),
+        ("observations/{id}/timeline/", "before=-1", "before", "min_value", 0),
+        ("observations/{id}/timeline/", "after=51", "after", "max_value", 50),
+    ],
+)
+def test_a_count_out_of_bounds_is_a_400_in_the_words_of_every_face(as_alice, path, query, field, code, limit):
+    """The bounds of ``validation``, checked by ``Count.clean``: the facade raises, MCP answers and
+    the API answers the same field, code, limit and words."""
+    from ilab_memory import ILabMemory
+    from ilab_memory.encoding import error
+    from ilab_memory.exceptions import ValidationError as AppValidationError
+    from tests.api.conftest import API
+
+    saved = as_alice.post(API + "observations/", {"title": "t", "content": "c"}, format="json").json()
+    response = as_alice.get(API + path.format(id=saved["observation"]["id"]) + "?" + query)
+    assert response.status_code == 400
+    body = response.json()
+    assert (list(body["errors"]), body["code"], body["limit"]) == ([field], code, limit)
+
+    value = int(query.rsplit("=", 1)[1])
+    method, arguments = {
+        "observations/search/": ("mem_search", {"query": "x"}),
+        "context/": ("mem_context", {}),
+        "observations/{id}/timeline/": ("mem_timeline", {"observation_id": saved["observation"]["id"]}),
+    }[path]
+    with pytest.raises(AppValidationError) as raised:
+        getattr(ILabMemory(), method)(saved["observation"]["user_id"], **arguments, **{field: value})
+    assert error(raised.value) == body

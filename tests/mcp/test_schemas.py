@@ -18,7 +18,7 @@ from jsonschema.validators import Draft202012Validator
 
 from ilab_memory.api import serializers as s
 from ilab_memory.conf import get_config
-from ilab_memory.mcp import shapes, tools
+from ilab_memory.mcp import tools
 from tests.mcp.conftest import mcp_client
 
 SNAPSHOT = Path(__file__).with_name("tools.snapshot.json")
@@ -46,7 +46,7 @@ def test_tool_listing_matches_the_snapshot(mcp_url, alice):
 def test_every_schema_is_valid_json_schema():
     for spec in tools.tool_specs(get_config()):
         Draft202012Validator.check_schema(spec.input_schema)
-        Draft202012Validator.check_schema(shapes.output_schemas()[spec.name])
+        Draft202012Validator.check_schema(spec.output_schema)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,56 @@ def test_every_schema_is_valid_json_schema():
     ],
 )
 def test_output_schemas_follow_the_apis_serializers(serializer, tool):
-    assert set(shapes.output_schemas()[tool]["properties"]) == set(serializer().fields)
+    specs = {spec.name: spec for spec in tools.tool_specs(get_config())}
+    assert list(specs[tool].output_schema["properties"]) == list(serializer().fields)
+
+
+def keys_outside(schema: dict, value, path: str = "") -> list[str]:
+    """The paths of ``value``'s keys that ``schema`` does not declare, at every depth."""
+    if "anyOf" in schema:
+        if value is None:
+            return []
+        schema = next(member for member in schema["anyOf"] if member.get("type") != "null")
+    if isinstance(value, list):
+        return [key for i, item in enumerate(value) for key in keys_outside(schema["items"], item, f"{path}[{i}]")]
+    if isinstance(value, dict) and "properties" in schema:
+        outside = [f"{path}.{key}" for key in value if key not in schema["properties"]]
+        return outside + [
+            key for name, item in value.items() if name in schema["properties"]
+            for key in keys_outside(schema["properties"][name], item, f"{path}.{name}")
+        ]
+    return []
+
+
+def test_every_tools_real_result_is_what_its_schema_says(mcp_url, alice):
+    """Each tool called for real, over the SDK's client: its structured result validates against its
+    output schema, and every key in it, at every depth, is one the schema declares."""
+    with mcp_client(mcp_url, alice.token) as client:
+        client.ok("mem_save", title="Earlier", content="Written first about deploys.")
+        saved = client.ok("mem_save", title="Deploy", content="We deploy on Fridays.", topic_key="deploy",
+                          metadata={"files": ["a.py"]})
+        observation_id = saved["observation"]["id"]
+        client.ok("mem_session_end", summary="The first session.")
+        results = {
+            "mem_session_start": client.ok("mem_session_start"),
+            "mem_save": client.ok("mem_save", title="Deploy", content="We deploy on Mondays.", topic_key="deploy"),
+            "mem_session_summary": client.ok("mem_session_summary", summary="So far."),
+            "mem_search": client.ok("mem_search", query="deploy"),
+            "mem_context": client.ok("mem_context"),
+            "mem_get_observation": client.ok("mem_get_observation", observation_id=observation_id),
+            "mem_update": client.ok("mem_update", observation_id=observation_id, title="Deploys"),
+            "mem_timeline": client.ok("mem_timeline", observation_id=observation_id),
+            "mem_stats": client.ok("mem_stats"),
+            "mem_delete": client.ok("mem_delete", observation_id=observation_id),
+            "mem_session_end": client.ok("mem_session_end"),
+        }
+    specs = {spec.name: spec for spec in tools.tool_specs(get_config())}
+    assert set(results) == set(specs)
+    assert results["mem_search"]["results"] and results["mem_session_start"]["sessions_context"]
+    assert "waiting_for_vector" in results["mem_stats"]
+    for name, result in results.items():
+        Draft202012Validator(specs[name].output_schema).validate(result)
+        assert keys_outside(specs[name].output_schema, result) == [], name
 
 
 def test_input_schemas_carry_the_limits_of_the_settings():

@@ -1,0 +1,154 @@
+"""The JSON form of the values of ``types`` and of the app's errors, and the JSON Schema of each.
+
+Every face answers in these shapes: the HTTP API's bodies, the MCP tools' structured results
+and error results. A value's JSON is its dataclass fields in declaration order (ids and
+timestamps are strings already); a score adds the kind it ranks by. Each shape's JSON Schema is
+derived from the same fields' annotations, so a field added to a type is encoded and described
+at once: the two cannot drift. The API's output serializers describe the same shapes for
+OpenAPI; ``tests/api/test_encoding.py`` checks that they render these dicts and document these
+schemas. No Django import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types as pytypes
+import typing
+from typing import Any, Union
+
+from .exceptions import IlabMemoryError, ValidationError
+from .types import ContextScore, SearchScore
+
+# What a score ranks, as its JSON says it.
+SCORE_KINDS: dict[type, str] = {ContextScore: "context", SearchScore: "search"}
+
+# What an annotation cannot say, by field name (the names mean the same in every shape).
+CHOICES = {
+    "action": ("created", "revised", "duplicate"),  # what a save did
+    "status": ("active", "completed"),  # a session's
+}
+DESCRIPTIONS = {
+    "breakdown": "The signals that produced the value.",
+    "hard": "true: the row, its history and index entry were erased.",
+    "observations": "Live observations.",
+    "waiting_for_vector": "Live observations without a vector of the current model yet (found by their words).",
+}
+UUID_FIELDS = frozenset({"id", "session_id"})
+AT_LEAST_ONE = frozenset({"revision_count", "duplicate_count"})  # other integers are counts from 0
+
+
+def score_kind(score: ContextScore | SearchScore) -> str:
+    try:
+        return SCORE_KINDS[type(score)]
+    except KeyError:
+        raise TypeError(f"not a score: {type(score).__name__}") from None
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls))
+
+
+def encode(value: Any) -> Any:
+    """``value`` (a value of ``types``, a list of them, or a plain JSON value) as JSON-ready data."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if type(value) in SCORE_KINDS:
+        return {"kind": score_kind(value), "value": float(value.value), "breakdown": dict(value.breakdown)}
+    if isinstance(value, list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return dict(value)  # metadata and counts: JSON already; a copy keeps the frozen value's own
+    return {name: encode(getattr(value, name)) for name in _field_names(type(value))}
+
+
+def error(exc: IlabMemoryError) -> dict[str, Any]:
+    """The body every face answers an error of the app with: ``detail`` and ``code``, and for bad
+    input the field's messages under ``errors`` with the ``limit`` and ``size`` when known."""
+    body: dict[str, Any] = {"detail": str(exc), "code": exc.code}
+    if isinstance(exc, ValidationError):
+        body["errors"] = {exc.field: [exc.message]}
+        if exc.limit is not None:
+            body["limit"] = exc.limit
+        if exc.size is not None:
+            body["size"] = exc.size
+    return body
+
+
+# -------------------------------------------------------------------------------- JSON Schemas
+
+SCORE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "enum": sorted(SCORE_KINDS.values())},
+        "value": {"type": "number"},
+        "breakdown": {"type": "object", "description": DESCRIPTIONS["breakdown"]},
+    },
+    "required": ["kind", "value", "breakdown"],
+    "additionalProperties": False,
+}
+
+
+@functools.cache
+def schema(cls: type) -> dict[str, Any]:
+    """The JSON Schema of ``encode(value)`` for a value of the dataclass ``cls``: every field is
+    always present, and nothing else."""
+    hints = typing.get_type_hints(cls)
+    properties = {name: _described(_annotation_schema(hints[name], name), name) for name in _field_names(cls)}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def listing_schema(key: str, item: type) -> dict[str, Any]:
+    """A list of ``item`` values under ``key`` (a tool's structured result must be a JSON object)."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": "array", "items": schema(item)}},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
+def _described(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    return {**schema, "description": DESCRIPTIONS[name]} if name in DESCRIPTIONS else schema
+
+
+def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
+    if typing.get_origin(annotation) in (Union, pytypes.UnionType):
+        members = [member for member in typing.get_args(annotation) if member is not type(None)]
+        nullable = len(members) < len(typing.get_args(annotation))
+        if all(member in SCORE_KINDS for member in members):
+            inner = SCORE_SCHEMA
+        elif len(members) == 1:
+            inner = _annotation_schema(members[0], name)
+        else:
+            raise TypeError(f"No JSON Schema for {annotation!r}")
+        if not nullable:
+            return inner
+        if isinstance(inner.get("type"), str) and "enum" not in inner:
+            return {**inner, "type": [inner["type"], "null"]}
+        return {"anyOf": [inner, {"type": "null"}]}
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return {"type": "array", "items": _annotation_schema(item, name)}
+    if origin is dict:
+        _, item = typing.get_args(annotation)
+        return {"type": "object"} if item is Any else {"type": "object", "additionalProperties": _annotation_schema(item, name)}
+    if dataclasses.is_dataclass(annotation):
+        return schema(annotation)
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer", "minimum": 1 if name in AT_LEAST_ONE else 0}
+    if annotation is float:
+        return {"type": "number"}
+    if annotation is str:
+        if name in CHOICES:
+            return {"type": "string", "enum": list(CHOICES[name])}
+        if name in UUID_FIELDS:
+            return {"type": "string", "format": "uuid"}
+        if name.endswith("_at"):
+            return {"type": "string", "format": "date-time"}
+        return {"type": "string"}
+    raise TypeError(f"No JSON Schema for {annotation!r}")
