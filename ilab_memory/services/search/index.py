@@ -1,7 +1,8 @@
 """Installing, rebuilding and repairing the full-text index, on whichever engine the connection is.
 
-Used by migration 0002 (install, uninstall), the ``ilab_memory_rebuild_index`` command, the
-``post_migrate`` receiver (``apps.py``) and every SQLite search (``index_ensure``).
+Used by the ``ilab_memory_rebuild_index`` command, the ``post_migrate`` receiver (``apps.py``)
+and every SQLite search (``index_ensure``). Migrations 0002 and 0008 hold their own copy of the
+statements, as they ran them; a test checks that both build the same index.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 A ``search_vector`` tsvector column (title A, topic_key B, content C, built from folded text
 with the ``simple`` configuration, so no language stemming and no extension) is maintained by
-a trigger, with a GIN index, so every writer follows: services, the ORM, raw SQL. The DDL is
-shared by migrations 0002 and 0008, the rebuild command (``index.py``) and the benchmarks. A
-query never reaches tsquery syntax as the user typed it: every token is quoted here
-(``tsquery_phrase``).
+a trigger, with a GIN index, so every writer follows: services, the ORM, raw SQL. The DDL here
+serves the rebuild command (``index.py``) and the benchmarks; migrations 0002 and 0008 hold
+their own copy, and a test checks they build the same. A query never reaches tsquery syntax
+as the user typed it: every token is quoted here (``tsquery_phrase``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .tables import OBSERVATION_TABLE
 PG_PENDING_LIST_KB = 128
 PG_CREATE_INDEX = f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)
     WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"""
-PG_INDEX_OPTIONS = f"ALTER INDEX ilab_mem_obs_search SET (gin_pending_list_limit = {PG_PENDING_LIST_KB})"  # 0008
+PG_INDEX_OPTIONS = f"ALTER INDEX ilab_mem_obs_search SET (gin_pending_list_limit = {PG_PENDING_LIST_KB})"
 PG_CREATE = (
     f"ALTER TABLE {OBSERVATION_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
     # The same rule as ``query.fold``. normalize() is built in (PostgreSQL 13+, UTF8 databases).
