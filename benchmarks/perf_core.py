@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from .perf_data import COMMON_TERM, write_history
+from .perf_data import COMMON_TERM, RARE_SPAN, analyze, rare_term, write_history
 from .perf_timing import line, measure, step
 
 WRITES = ("start", "save", "revise", "end")
@@ -28,6 +28,7 @@ def load(sizes: list[int]) -> None:
     for size in sizes:
         step(f"writing {size:,} memories of {user(size)}")
         write_history(user(size), size)
+    analyze()
 
 
 def writes(mem, *, sizes: list[int], iterations: int) -> list[dict]:
@@ -50,7 +51,6 @@ def reads(mem, *, sizes: list[int], iterations: int) -> list[dict]:
     from ilab_memory import ILabMemory
 
     from .corpus import Corpus
-    from .perf_data import RARE_SPAN, rare_term
 
     words = Corpus(20260115).words[100:1000]  # each in about 1 % of the memories
     rng = random.Random(3)

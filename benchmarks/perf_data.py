@@ -66,6 +66,15 @@ def write_history(user_id: str, count: int, *, seed: int = 20260115, vectors: tu
             VectorStamp.objects.update_or_create(user_id=user_id, defaults={"stamp": uuid.uuid4()})
 
 
+def analyze() -> None:
+    """PostgreSQL: fresh planner statistics after a load, the state autovacuum soon reaches."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+
+
 def random_vectors(observations, model_id: str, dimensions: int, *, now, rng: random.Random):
     import numpy as np
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 
-from .perf_data import rare_term, write_history
+from .perf_data import analyze, rare_term, write_history
 from .perf_timing import line, measure, step
 
 ACCOUNTS = 4
@@ -65,6 +65,7 @@ def accounts() -> list[dict]:
         write_history(user_id, MEMORIES, vectors=vectors)
         ids = [str(pk) for pk in Observation.objects.filter(user_id=user_id).values_list("pk", flat=True)[:50]]
         made.append({"user_id": user_id, "token": Token.objects.create(user=user).key, "ids": ids})
+    analyze()
     return made
 
 

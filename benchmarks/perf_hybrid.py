@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 
-from .perf_data import COMMON_TERM, RARE_SPAN, rare_term, write_history
+from .perf_data import COMMON_TERM, RARE_SPAN, analyze, rare_term, write_history
 from .perf_timing import line, measure, sample, step
 
 QUESTIONS = (
@@ -63,6 +63,7 @@ def run(mem, *, sizes: list[int], iterations: int, backlog: int, embed_memories:
     for size in sizes:
         step(f"writing {size:,} memories with vectors")
         write_history(f"hybrid-{size}", size, vectors=(embedder.model_id, embedder.dimensions))
+    analyze()
     hybrid = ILabMemory(using=mem.using, embedding_mode="inline")
     lexical = ILabMemory(using=mem.using, embedder=None)
     results = search(hybrid, lexical, sizes, iterations)
