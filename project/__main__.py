@@ -1,7 +1,8 @@
 """``python3 -m project demo|test``: the README's two commands, on a machine with only Python.
 
-Standard library only. Creates ``.venv`` next to manage.py, installs requirements.txt into it
-(again whenever that file changes), then runs the demo site or the test suite with it.
+Standard library only. Creates ``.venv`` next to manage.py, installs requirements.txt and the
+project itself (editable, so ``ilab_memory`` imports and ``ilab-memory-mcp`` runs from any folder)
+into it, again whenever either file changes, then runs the demo site or the test suite with it.
 """
 
 import hashlib
@@ -20,7 +21,7 @@ USAGE = "usage: python3 -m project demo [--port N] | test [pytest arguments]"
 
 def ensure_environment() -> None:
     requirements = ROOT / "requirements.txt"
-    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    digest = hashlib.sha256(requirements.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == digest:
         return
     if not PYTHON.exists():
@@ -33,9 +34,11 @@ def ensure_environment() -> None:
                 f"Could not create .venv ({error}). Install Python's venv support "
                 "(on Debian/Ubuntu: apt-get install python3-venv), delete .venv and run again."
             )
-    print("Installing requirements.txt into .venv …", flush=True)
+    print("Installing requirements.txt and ilab_memory into .venv …", flush=True)
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "-r", str(requirements)], check=True, cwd=ROOT)
+    # The package itself: agents start its MCP server from their own folders (docs/mcp.md).
+    subprocess.run([*pip, "install", "--no-deps", "-e", str(ROOT)], check=True, cwd=ROOT)
     STAMP.write_text(digest)
 
 
