@@ -19,13 +19,14 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 
-from .. import selectors, selectors_admin
+from .. import selectors
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
 from ..services.data import user_export_json, user_forget
 from ..services.search import observation_search
 from ..validation import clean_user_id
+from . import selectors as admin_selectors
 from .charts import bar_rows, day_columns
 from .common import admin_url, audit, error_text
 
@@ -76,7 +77,7 @@ def overview_view(model_admin, request):
         raise PermissionDenied
     config = get_config()
     now = timezone.now()
-    data = selectors_admin.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS)
+    data = admin_selectors.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS)
 
     def user_url(user_id):
         return reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id])
@@ -147,8 +148,8 @@ def user_view(model_admin, request, user_id: str):
         user_id=user_id,
         stats=selectors.stats(user_id=user_id, config=config),
         hybrid=config.EMBEDDER is not None,
-        sessions=selectors_admin.user_recent_sessions(user_id=user_id, limit=USER_ROWS),
-        observations=selectors_admin.user_recent_observations(user_id=user_id, limit=USER_ROWS),
+        sessions=admin_selectors.user_recent_sessions(user_id=user_id, limit=USER_ROWS),
+        observations=admin_selectors.user_recent_observations(user_id=user_id, limit=USER_ROWS),
         query=query,
         results=results,
         search_error=search_error,
@@ -219,7 +220,7 @@ def forget(model_admin, request, user_ids: list[str]) -> None:
     """
     totals = {"sessions": 0, "observations": 0, "revisions": 0}
     for user_id in user_ids:
-        sessions, observation_ids = selectors_admin.user_rows_for_audit(user_id=user_id)
+        sessions, observation_ids = admin_selectors.user_rows_for_audit(user_id=user_id)
         counts = user_forget(user_id=user_id)
         for name in totals:
             totals[name] += counts.get(name, 0)

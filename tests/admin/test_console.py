@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from ilab_memory import selectors_admin
+from ilab_memory.admin import selectors as admin_selectors
 from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
 from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start
@@ -78,7 +78,7 @@ def test_overview_reads_every_table_through_an_index(db):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # the plans a database with statistics chooses
     with CaptureQueriesContext(connection) as captured:
-        selectors_admin.overview(now=timezone.now(), timeout_hours=24)
+        admin_selectors.overview(now=timezone.now(), timeout_hours=24)
     steps = []
     with connection.cursor() as cursor:
         for query in captured.captured_queries:

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncDate
 
-from .models import Observation, ObservationVector, Session
+from ..models import Observation, ObservationVector, Session
 
 WINDOW_DAYS = 30
 # Counts past this read "10,000+": the database stops counting there.
