@@ -242,6 +242,33 @@ def test_other_bad_arguments_are_validation_errors(mem, method, kwargs):
         getattr(mem, method)("alice", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("method", "kwargs", "field", "bounds", "limit"),
+    [("mem_search", {"query": "q", "limit": 51}, "limit", (1, 50), 50),
+     ("mem_context", {"limit": 101}, "limit", (1, 100), 100),
+     ("mem_timeline", {"observation_id": OBSERVATION_ID, "after": 51}, "after", (0, 50), 50),
+     ("mem_list_sessions", {"limit": 101}, "limit", (1, 100), 100),
+     ("mem_list_sessions", {"limit": 0}, "limit", (1, 100), 1)],
+)
+def test_a_count_out_of_its_bounds_names_the_field_and_the_limit(mem, method, kwargs, field, bounds, limit):
+    with pytest.raises(ValidationError) as raised:
+        getattr(mem, method)("alice", **kwargs)
+    assert (raised.value.field, raised.value.limit) == (field, limit)
+    assert raised.value.message == "must be an integer from {} to {}.".format(*bounds)
+
+
+def test_counts_left_out_take_the_settings_defaults(db):
+    memory = ILabMemory(search_max_limit=3, search_default_limit=2, context_memories=1)
+    for n in range(4):
+        memory.mem_save("alice", f"deploy {n}", f"deploy note {n}")
+    assert len(memory.mem_search("alice", "deploy")) == 2
+    assert len(memory.mem_search("alice", "deploy", limit=3)) == 3
+    with pytest.raises(ValidationError) as raised:
+        memory.mem_search("alice", "deploy", limit=4)
+    assert (raised.value.field, raised.value.code, raised.value.limit) == ("limit", "max_value", 3)
+    assert len(memory.mem_context("alice")) == 1
+
+
 def test_the_readme_first_script_prints_what_its_comments_say(tmp_path):
     """The README's first script, run as written: each print matches the comment beside it."""
     readme = (ROOT / "README.md").read_text()
