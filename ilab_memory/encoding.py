@@ -32,7 +32,7 @@ DESCRIPTIONS = {
     "breakdown": "The signals that produced the value.",
     "hard": "true: the row, its history and index entry were erased.",
     "observations": "Live observations.",
-    "waiting_for_vector": "Live observations without a vector of the current model yet (found by their words).",
+    "waiting_for_vector": "Live observations not yet embedded by the current model (found by their words).",
 }
 UUID_FIELDS = frozenset({"id", "session_id"})
 AT_LEAST_ONE = frozenset({"revision_count", "duplicate_count"})  # other integers are counts from 0
@@ -96,7 +96,8 @@ def schema(cls: type) -> dict[str, Any]:
     always present, and nothing else."""
     hints = typing.get_type_hints(cls)
     properties = {name: _described(_annotation_schema(hints[name], name), name) for name in _field_names(cls)}
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
 
 
 def listing_schema(key: str, item: type) -> dict[str, Any]:
@@ -134,7 +135,9 @@ def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
         return {"type": "array", "items": _annotation_schema(item, name)}
     if origin is dict:
         _, item = typing.get_args(annotation)
-        return {"type": "object"} if item is Any else {"type": "object", "additionalProperties": _annotation_schema(item, name)}
+        if item is Any:
+            return {"type": "object"}
+        return {"type": "object", "additionalProperties": _annotation_schema(item, name)}
     if dataclasses.is_dataclass(annotation):
         return schema(annotation)
     if annotation is bool:

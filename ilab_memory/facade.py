@@ -254,7 +254,8 @@ class ILabMemory:
 
         return selectors.observation_timeline(
             user_id=self._user(user_id), observation_id=observation_id,
-            before=self._count(TIMELINE_BEFORE, before), after=self._count(TIMELINE_AFTER, after), **self._kwargs(),
+            before=self._count(TIMELINE_BEFORE, before), after=self._count(TIMELINE_AFTER, after),
+            **self._kwargs(),
         )
 
     def mem_stats(self, user_id: str):

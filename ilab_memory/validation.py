@@ -64,7 +64,7 @@ class Count:
         return self.minimum, maximum
 
     def clean(self, value: Any, config) -> int:
-        """``value`` when it is an integer within the bounds; ValidationError naming the field and the limit."""
+        """``value`` if it is an integer within the bounds; else ValidationError naming the field and limit."""
         low, high = self.bounds(config)
         message = f"must be an integer from {low} to {high}."
         if not isinstance(value, int) or isinstance(value, bool):

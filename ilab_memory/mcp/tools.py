@@ -423,7 +423,10 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "mem_context", "Memories that matter now",
             "The user's memories ranked as at session start (recency × type weight × reinforcement), on "
             "demand. Read-only: touches no session.",
-            _object({**user, "limit": _count(CONTEXT_LIMIT, config, config.CONTEXT_MEMORIES, "How many memories at most.")}),
+            _object({
+                **user,
+                "limit": _count(CONTEXT_LIMIT, config, config.CONTEXT_MEMORIES, "How many memories at most."),
+            }),
             listing_schema("memories", ObservationCompact),
             read_only,
             _context,
