@@ -108,10 +108,10 @@ class ObservationAdmin(ServiceOwnedAdmin):
         "session_link",
         "history",
         "redacted_blocks",
-        "created_at",
-        "updated_at",
-        "last_seen_at",
-        "deleted_at",
+        "created",
+        "updated",
+        "last_seen",
+        "deleted",
         "revision_history",
     )
     fieldsets = (
@@ -119,7 +119,7 @@ class ObservationAdmin(ServiceOwnedAdmin):
         (_("Edit"), {"fields": ("edit_kind",)}),
         (
             _("Counters and times"),
-            {"fields": (("history", "redacted_blocks"), ("created_at", "updated_at", "last_seen_at", "deleted_at"))},
+            {"fields": (("history", "redacted_blocks"), ("created", "updated", "last_seen", "deleted"))},
         ),
         (_("Revision history"), {"fields": ("revision_history",)}),
     )
@@ -193,6 +193,19 @@ class ObservationAdmin(ServiceOwnedAdmin):
     @admin.display(description=_("Updated"), ordering="updated_at")
     def updated(self, obj):
         return when(obj.updated_at)
+
+    # The change page shows times as the lists do (``when``), not in the locale's long form.
+    @admin.display(description=_("Created"))
+    def created(self, obj):
+        return when(obj.created_at)
+
+    @admin.display(description=_("Last seen"))
+    def last_seen(self, obj):
+        return when(obj.last_seen_at)
+
+    @admin.display(description=_("Deleted"))
+    def deleted(self, obj):
+        return when(obj.deleted_at)
 
     @admin.display(description=_("State"), ordering="deleted_at")
     def state(self, obj):

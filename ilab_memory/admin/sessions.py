@@ -7,8 +7,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce, Substr
+from django.db.models.functions import Substr
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path
 from django.utils.html import format_html, format_html_join
@@ -95,38 +94,24 @@ class SessionAdmin(ServiceOwnedAdmin):
         "user",
         "status",
         "summary_badge",
-        "started_at",
-        "last_activity_at",
-        "ended_at",
+        "started",
+        "last_activity",
+        "ended",
         "redacted_blocks",
         "observation_count",
         "observation_list",
     )
     fieldsets = (
-        (None, {"fields": ("id", "user", "status", "started_at", "last_activity_at", "ended_at")}),
+        (None, {"fields": ("id", "user", "status", "started", "last_activity", "ended")}),
         (_("Summary"), {"fields": ("summary_badge", "summary", "redacted_blocks")}),
         (_("Observations"), {"fields": ("observation_count", "observation_list")}),
     )
     actions = ("forget_users",)
 
     def get_queryset(self, request):
-        # A correlated subquery counts only the rows of the page shown, through the
-        # (session, created_at) index; a GROUP BY join would aggregate the whole table first.
-        live_count = (
-            Observation.objects.live()
-            .filter(session=OuterRef("pk"))
-            .order_by()
-            .values("session")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
         return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                observation_count=Coalesce(Subquery(live_count, output_field=models.IntegerField()), 0),
-                summary_head=Substr("summary", 1, SUMMARY_HEAD_CHARS + 1),
-            )
+            super().get_queryset(request).with_observation_count()
+            .annotate(summary_head=Substr("summary", 1, SUMMARY_HEAD_CHARS + 1))
         )
 
     def has_forget_permission(self, request):

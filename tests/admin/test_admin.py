@@ -512,3 +512,22 @@ def test_register_admin_default_registers_both_models(db):
     assert memory_admin.register(site) is True
     assert site.is_registered(Session) and site.is_registered(Observation)
     assert django_admin.site.is_registered(Session)
+
+
+def test_change_pages_show_times_as_the_lists_do(admin_client, mix):
+    """One date format in the console: ``2026-12-02 18:24`` in lists and on pages alike."""
+    import re
+
+    session, observation = mix["human"], mix["human_obs"]
+    for url, moment in ((session_url(session), session.started_at), (observation_url(observation), observation.created_at)):
+        page = admin_client.get(url).content.decode()
+        assert moment.strftime("%Y-%m-%d") in page
+        assert not re.search(r"\b(a\.m\.|p\.m\.|midnight|noon)", page), url
+
+
+def test_the_demo_answers_the_favicon_with_the_consoles_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("ilab_memory/icon.svg")
+    from django.contrib.staticfiles import finders
+
+    assert finders.find("ilab_memory/icon.svg")  # served from the app's static files
