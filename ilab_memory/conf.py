@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .exceptions import ConfigurationError
+from .validation import CONTEXT_LIMIT
 
 DEFAULTS: dict[str, Any] = {
     # Sessions
@@ -176,6 +177,9 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         and values["SEARCH_DEFAULT_LIMIT"] > values["SEARCH_MAX_LIMIT"]
     ):
         problems.append("SEARCH_DEFAULT_LIMIT cannot exceed SEARCH_MAX_LIMIT")
+    # The default of a context read must be a limit a caller could ask for.
+    if _is_int(values.get("CONTEXT_MEMORIES")) and values["CONTEXT_MEMORIES"] > CONTEXT_LIMIT.maximum:
+        problems.append(f"CONTEXT_MEMORIES cannot exceed {CONTEXT_LIMIT.maximum} (the most a context read returns)")
     return problems
 
 

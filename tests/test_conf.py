@@ -65,6 +65,7 @@ def test_unknown_key_is_reported_with_a_hint():
         {"MAX_USER_ID_CHARS": 300},
         {"REGISTER_ADMIN": "yes"},
         {"SEARCH_DEFAULT_LIMIT": 100, "SEARCH_MAX_LIMIT": 10},
+        {"CONTEXT_MEMORIES": 101},
         {"MAX_TITLE_CHARS": True},
         {"SEARCH_EMBED_BUDGET": -1},
         {"EMBEDDING_MODE": "threads"},
