@@ -150,7 +150,8 @@ class CountField(serializers.IntegerField):
     def __init__(self, count: Count, **kwargs):
         self.count = count
         super().__init__(**kwargs)
-        # For the schema only: DRF would check them again, in other words, through validators.
+        # Set after DRF's __init__, which would add validators of its own words: these are for
+        # the schema, and Count.clean is the one check.
         self.min_value, self.max_value = count.bounds(get_config())
 
     def to_internal_value(self, data):
