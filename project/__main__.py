@@ -53,8 +53,9 @@ def demo(argv: list[str]) -> int:
     run("manage.py", "migrate", "--no-input", "-v", "0")
     run("manage.py", "ilab_memory_demo")
     print(f"\nDemo site: http://127.0.0.1:{port}/admin/  (login: operator / operator)", flush=True)
-    print(f"MCP for agents: http://127.0.0.1:{port}/mcp/  (token: .venv/bin/python manage.py "
-          "drf_create_token operator; docs/mcp.md)\n", flush=True)
+    print(f"MCP for agents: http://127.0.0.1:{port}/mcp/  (docs/mcp.md). An agent's token, for its own "
+          "memory only: .venv/bin/python manage.py drf_create_token agent; a backend serving many users: "
+          "drf_create_token agent-backend (may act for any user_id).\n", flush=True)
     os.chdir(ROOT)
     # The ASGI application serves the site and the MCP endpoint (runserver would serve WSGI only).
     os.execv(str(PYTHON), [str(PYTHON), "-m", "uvicorn", "project.asgi:application",

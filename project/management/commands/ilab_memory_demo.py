@@ -1,7 +1,10 @@
 """Idempotent demo data: a few users with open and closed sessions, auto and human summaries.
 
 Part of the demo site, not of the ilab_memory wheel: it creates an operator/operator superuser,
-which has no place on a production site.
+which has no place on a production site, and two accounts for agents, without passwords (they
+authenticate with tokens): ``agent`` acts for its own memory only, ``agent-backend`` is a service
+account granted ``ilab_memory.act_for_any_user`` on purpose. An agent never gets the operator's
+token: a superuser's token would read every user's memory if it leaked.
 """
 
 from datetime import timedelta
@@ -15,6 +18,7 @@ from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start, session_summary
 
 DEMO_USERS = ("alice", "bob", "carol")
+AGENT, SERVICE_ACCOUNT = "agent", "agent-backend"
 
 
 def _shift_back(session_id, delta: timedelta) -> None:
@@ -90,6 +94,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Loaded demo memories for {', '.join(DEMO_USERS)}."))
         if not options["no_operator"] and apps.is_installed("django.contrib.auth"):
             self._ensure_operator(options["operator_username"], options["operator_password"])
+            self._ensure_agent_accounts()
 
     def _ensure_operator(self, username: str, password: str) -> None:
         from django.contrib.auth import get_user_model
@@ -100,3 +105,19 @@ class Command(BaseCommand):
             return
         User.objects.create_superuser(**{User.USERNAME_FIELD: username}, email="", password=password)
         self.stdout.write(self.style.SUCCESS(f"Created operator login {username!r} / {password!r}."))
+
+    def _ensure_agent_accounts(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Permission
+
+        User = get_user_model()
+        for username in (AGENT, SERVICE_ACCOUNT):
+            account, created = User.objects.get_or_create(**{User.USERNAME_FIELD: username})
+            if created:
+                account.set_unusable_password()
+                account.save()
+            if username == SERVICE_ACCOUNT:
+                account.user_permissions.add(
+                    Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory")
+                )
+        self.stdout.write(f"Agent accounts: {AGENT!r} (its own memory), {SERVICE_ACCOUNT!r} (may act for any user_id).")
