@@ -12,9 +12,7 @@ are timed (``EMBEDDING_MODE = "inline"``); embedding and hybrid search are ``per
 
 from __future__ import annotations
 
-import random
-
-from .perf_data import COMMON_TERM, RARE_SPAN, analyze, rare_term, write_history
+from .perf_data import analyze, queries, write_history
 from .perf_timing import line, measure, step
 
 WRITES = ("start", "save", "revise", "end")
@@ -50,20 +48,14 @@ def writes(mem, *, sizes: list[int], iterations: int) -> list[dict]:
 def reads(mem, *, sizes: list[int], iterations: int) -> list[dict]:
     from ilab_memory import ILabMemory
 
-    from .corpus import Corpus
-
-    words = Corpus(20260115).words[100:1000]  # each in about 1 % of the memories
-    rng = random.Random(3)
-    three = [" ".join(rng.sample(words, 3)) for _ in range(50)]
     lexical = ILabMemory(using=mem.using, embedder=None)
     calls = {}
     for size in sizes:
         u = user(size)
         calls[size, "context"] = lambda i, u=u: mem.mem_context(u)
-        calls[size, "search rare term"] = lambda i, u=u, size=size: lexical.mem_search(
-            u, rare_term(u, (i * 37) % (size // RARE_SPAN)))
-        calls[size, "search three words"] = lambda i, u=u: lexical.mem_search(u, three[i % len(three)])
-        calls[size, "search common term"] = lambda i, u=u: lexical.mem_search(u, COMMON_TERM)
+        for kind, query in queries().items():
+            calls[size, f"search {kind}"] = lambda i, u=u, size=size, query=query: lexical.mem_search(
+                u, query(u, size, i))
     got = measure(calls, iterations=iterations)
     return report("reads", got)
 

@@ -30,7 +30,22 @@ def rare_term(user_id: str, k: int) -> str:
     return "zr" + hashlib.sha256(f"{user_id}:{k}".encode()).hexdigest()[:8]
 
 
-def write_history(user_id: str, count: int, *, seed: int = 20260115, vectors: tuple[str, int] | None = None) -> None:
+SEED = 20260115
+
+
+def queries() -> dict:
+    """``{kind: query(user_id, size, i)}``: the kinds of words-only query every search phase times."""
+    rng = random.Random(SEED)
+    words = Corpus(SEED).words[100:1000]  # each in about 1 % of the memories
+    three = [" ".join(rng.sample(words, 3)) for _ in range(50)]
+    return {
+        "rare term": lambda user_id, size, i: rare_term(user_id, (i * 37) % (size // RARE_SPAN)),
+        "three words": lambda user_id, size, i: three[i % len(three)],
+        "common term": lambda user_id, size, i: COMMON_TERM,
+    }
+
+
+def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[str, int] | None = None) -> None:
     """Add ``count`` memories of ``user_id``, in sessions, in batches."""
     from django.db import transaction
     from django.utils import timezone

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 
-from .perf_data import COMMON_TERM, RARE_SPAN, analyze, rare_term, write_history
+from .perf_data import analyze, queries, write_history
 from .perf_timing import line, measure, sample, step
 
 QUESTIONS = (
@@ -73,17 +73,8 @@ def run(mem, *, sizes: list[int], iterations: int, backlog: int, embed_memories:
 
 
 def search(hybrid, lexical, sizes: list[int], iterations: int) -> list[dict]:
-    from .corpus import Corpus
-
-    rng = random.Random(5)
-    words = Corpus(20260115).words[100:1000]
-    three = [" ".join(rng.sample(words, 3)) for _ in range(50)]
-    kinds = {
-        "rare term": lambda u, size, i: rare_term(u, (i * 37) % (size // RARE_SPAN)),
-        "three words": lambda u, size, i: three[i % len(three)],
-        "question": lambda u, size, i: QUESTIONS[i % len(QUESTIONS)],
-        "common term": lambda u, size, i: COMMON_TERM,
-    }
+    kinds = queries()
+    kinds["question"] = lambda u, size, i: QUESTIONS[i % len(QUESTIONS)]
     results = []
     for kind, query in kinds.items():
         calls = {}
