@@ -19,5 +19,6 @@ class Corpus:
         self.words = sorted(words)
         # Zipf-like: a few words are everywhere, most are rare.
         weights = [1 / (rank + 1) for rank in range(len(self.words))]
-        self.sentences = [" ".join(rng.choices(self.words, weights, k=rng.randint(14, 30))) for _ in range(4000)]
+        self.sentences = [" ".join(rng.choices(self.words, weights, k=rng.randint(14, 30)))
+                          for _ in range(4000)]
         self.titles = [" ".join(rng.choices(self.words, weights, k=rng.randint(3, 7))) for _ in range(2000)]

@@ -26,18 +26,20 @@ PHASES = ("writes", "reads", "hybrid", "http")
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.perf", description=__doc__.splitlines()[0])
-    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated, of: " + ", ".join(PHASES))
-    parser.add_argument("--engines", help="sqlite,postgresql (default: sqlite, and postgresql when DATABASE_URL is set)")
+    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ", ".join(PHASES))
+    parser.add_argument("--engines",
+                        help="sqlite,postgresql (default: sqlite, and postgresql when DATABASE_URL is set)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few iterations")
     parser.add_argument("--sizes", help="memories of the measured users (default 100,10000)")
     parser.add_argument("--iterations", type=int, help="timed calls of each operation (default 200)")
-    parser.add_argument("--backlog", type=int, help="hybrid: memories saved in a row before searching (default 300)")
-    parser.add_argument("--embed-memories", type=int, help="hybrid: memories embedded for throughput (default 200)")
+    parser.add_argument("--backlog", type=int, help="hybrid: memories saved in a row, then searched (300)")
+    parser.add_argument("--embed-memories", type=int, help="hybrid: memories embedded for throughput (200)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--phase", help=argparse.SUPPRESS)  # in a child: run this phase here
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    args.sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else ([100, 2_000] if args.quick else [100, 10_000])
+    default_sizes = [100, 2_000] if args.quick else [100, 10_000]
+    args.sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else default_sizes
     args.iterations = args.iterations or (30 if args.quick else 200)
     args.backlog = args.backlog or (40 if args.quick else 300)
     args.embed_memories = args.embed_memories or (20 if args.quick else 200)

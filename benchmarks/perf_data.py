@@ -45,7 +45,7 @@ def queries() -> dict:
     }
 
 
-def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[str, int] | None = None) -> None:
+def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[str, int] | None = None):
     """Add ``count`` memories of ``user_id``, in sessions, in batches."""
     from django.db import transaction
     from django.utils import timezone
@@ -76,7 +76,8 @@ def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[
             Session.objects.bulk_create(sessions)
             Observation.objects.bulk_create(observations)
             if vectors is not None:
-                ObservationVector.objects.bulk_create(random_vectors(observations, *vectors, now=now, rng=rng))
+                rows = random_vectors(observations, *vectors, now=now, rng=rng)
+                ObservationVector.objects.bulk_create(rows)
         if vectors is not None:  # what a store of vectors leaves: the user's stamp
             VectorStamp.objects.update_or_create(user_id=user_id, defaults={"stamp": uuid.uuid4()})
 

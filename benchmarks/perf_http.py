@@ -63,7 +63,8 @@ def accounts() -> list[dict]:
         user = get_user_model().objects.create_user(username=f"bench-{k}")
         user_id = str(user.pk)
         write_history(user_id, MEMORIES, vectors=vectors)
-        ids = [str(pk) for pk in Observation.objects.filter(user_id=user_id).values_list("pk", flat=True)[:50]]
+        observations = Observation.objects.filter(user_id=user_id)
+        ids = [str(pk) for pk in observations.values_list("pk", flat=True)[:50]]
         made.append({"user_id": user_id, "token": Token.objects.create(user=user).key, "ids": ids})
     analyze()
     return made
@@ -94,7 +95,8 @@ def run(*, iterations: int) -> list[dict]:
         "GET observations/ (ours)": call("GET", lambda a, i: f"{API}/observations/?page_size=10"),
         "GET observations/ (DRF ListAPIView)": call("GET", lambda a, i: "/drf/observations/?page_size=10"),
         "GET observations/<id>/ (ours)": call("GET", lambda a, i: f"{API}/observations/{pick(a, i)}/"),
-        "GET observations/<id>/ (DRF RetrieveAPIView)": call("GET", lambda a, i: f"/drf/observations/{pick(a, i)}/"),
+        "GET observations/<id>/ (DRF RetrieveAPIView)": call(
+            "GET", lambda a, i: f"/drf/observations/{pick(a, i)}/"),
     }
     # Saves last: the rows they queue would otherwise be embedded by the searches' budget.
     others = {
@@ -104,12 +106,12 @@ def run(*, iterations: int) -> list[dict]:
         "GET observations/search/ (rare term)": call(
             "GET", lambda a, i: f"{API}/observations/search/?q={rare_term(a['user_id'], (i * 37) % 250)}"),
     }
-    saves = {"POST observations/": call("POST", lambda a, i: f"{API}/observations/",
-                                        lambda a, i: {"title": f"http {i}", "content": f"note {i} about the service"},
-                                        (201,))}
+    note = lambda a, i: {"title": f"http {i}", "content": f"note {i} about the service"}  # noqa: E731
+    saves = {"POST observations/": call("POST", lambda a, i: f"{API}/observations/", note, (201,))}
     results = []
     for group, calls in (("http reads", reads), ("http", others), ("http", saves)):
-        for name, got in measure(calls, iterations=iterations, warmup=ACCOUNTS).items():  # every account warm
+        # Warm-up: every account's first request (its vectors read into the process's cache).
+        for name, got in measure(calls, iterations=iterations, warmup=ACCOUNTS).items():
             results.append({"group": group, "op": name, **got})
             step(line(name, got))
     return results

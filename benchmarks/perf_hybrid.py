@@ -68,7 +68,8 @@ def run(mem, *, sizes: list[int], iterations: int, backlog: int, embed_memories:
     lexical = ILabMemory(using=mem.using, embedder=None)
     results = search(hybrid, lexical, sizes, iterations)
     results.append(throughput(hybrid, embedder, embed_memories))
-    results.append(during_backlog(ILabMemory(using=mem.using, embedding_mode="background"), embedder, backlog))
+    background = ILabMemory(using=mem.using, embedding_mode="background")
+    results.append(during_backlog(background, embedder, backlog))
     return results
 
 
@@ -81,7 +82,8 @@ def search(hybrid, lexical, sizes: list[int], iterations: int) -> list[dict]:
         for size in sizes:
             u = f"hybrid-{size}"
             for name, mem in (("hybrid", hybrid), ("words only", lexical)):
-                calls[size, name] = lambda i, u=u, size=size, mem=mem, query=query: mem.mem_search(u, query(u, size, i))
+                calls[size, name] = lambda i, u=u, size=size, mem=mem, query=query: mem.mem_search(
+                    u, query(u, size, i))
         for (size, name), got in measure(calls, iterations=iterations).items():
             results.append({"group": "hybrid", "op": f"search {kind} ({name})", "size": size, **got})
             step(line(f"{kind}, {name} ({size:,} memories)", got))

@@ -15,7 +15,7 @@ def table(runs: list[dict], phase: str) -> list[str]:
     columns: dict[tuple, str] = {}
     for run in runs:
         for r in run["results"]:
-            if "p50" not in r or r["group"] in ("backlog",):
+            if "p50" not in r or r["group"] == "backlog":
                 continue
             column = (run["engine"], r.get("size"))
             columns[column] = ENGINES[run["engine"]] + (f" {r['size']:,}" if r.get("size") else "")
@@ -41,15 +41,16 @@ def notes(runs: list[dict]) -> list[str]:
                           ("GET observations/<id>/ (ours)", "GET observations/<id>/ (DRF RetrieveAPIView)")):
             if ours in by_op and drf in by_op:
                 a, b = by_op[ours]["per_second"], by_op[drf]["per_second"]
-                out.append(f"- {engine}: {ours.replace(' (ours)', '')} {a:.0f}/s against DRF's {b:.0f}/s: {a / b:.2f}×")
+                endpoint = ours.replace(" (ours)", "")
+                out.append(f"- {engine}: {endpoint} {a:.0f}/s against DRF's {b:.0f}/s: {a / b:.2f}×")
         for r in run["results"]:
             if r["group"] == "throughput":
-                out.append(f"- {engine}: embedding {r['memories']} memories: {r['per_second']:.1f} memories/s, "
-                           f"{r['chars_per_second']:,.0f} characters/s")
+                out.append(f"- {engine}: embedding {r['memories']} memories: {r['per_second']:.1f} "
+                           f"memories/s, {r['chars_per_second']:,.0f} characters/s")
             elif r["group"] == "backlog":
-                out.append(f"- {engine}: {r['memories']} saves in a row (p50 {ms(r['save']['p50'])} ms), then "
-                           f"{r['n']} searches while the queue drained in {r['drained_seconds']:.0f} s: "
-                           f"p50 {ms(r['p50'])} / p95 {ms(r['p95'])} ms ({r['left']} still waiting at the end)")
+                out.append(f"- {engine}: {r['memories']} saves in a row (p50 {ms(r['save']['p50'])} ms), "
+                           f"then {r['n']} searches while the queue drained in {r['drained_seconds']:.0f} s: "
+                           f"p50 {ms(r['p50'])} / p95 {ms(r['p95'])} ms ({r['left']} left waiting)")
     return out
 
 
@@ -57,7 +58,8 @@ def render(runs: list[dict]) -> str:
     lines = []
     for run in runs:
         if run["phase"] == runs[0]["phase"]:
-            lines.append(f"{ENGINES[run['engine']]}: " + ", ".join(f"{k} {v}" for k, v in run["versions"].items()))
+            versions = ", ".join(f"{key} {value}" for key, value in run["versions"].items())
+            lines.append(f"{ENGINES[run['engine']]}: {versions}")
     for phase in dict.fromkeys(run["phase"] for run in runs):
         same = [run for run in runs if run["phase"] == phase]
         lines += ["", *table(same, phase)]
