@@ -15,8 +15,6 @@ from __future__ import annotations
 from .perf_data import analyze, queries, write_history
 from .perf_timing import line, measure, step
 
-WRITES = ("start", "save", "revise", "end")
-
 
 def user(size: int) -> str:
     return f"history-{size}"

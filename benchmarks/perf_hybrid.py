@@ -67,9 +67,9 @@ def run(mem, *, sizes: list[int], iterations: int, backlog: int, embed_memories:
     hybrid = ILabMemory(using=mem.using, embedding_mode="inline")
     lexical = ILabMemory(using=mem.using, embedder=None)
     results = search(hybrid, lexical, sizes, iterations)
-    results.append(throughput(hybrid, embedder, embed_memories))
+    results.append(throughput(hybrid, embed_memories))
     background = ILabMemory(using=mem.using, embedding_mode="background")
-    results.append(during_backlog(background, embedder, backlog))
+    results.append(during_backlog(background, backlog))
     return results
 
 
@@ -90,7 +90,7 @@ def search(hybrid, lexical, sizes: list[int], iterations: int) -> list[dict]:
     return results
 
 
-def throughput(mem, embedder, n: int) -> dict:
+def throughput(mem, n: int) -> dict:
     from ilab_memory.services.embedding import embed_waiting, passage_text
 
     texts = memories(n, seed=2)
@@ -107,7 +107,7 @@ def throughput(mem, embedder, n: int) -> dict:
     return result
 
 
-def during_backlog(mem, embedder, n: int, *, limit_seconds: float = 900) -> dict:
+def during_backlog(mem, n: int, *, limit_seconds: float = 900) -> dict:
     """Save ``n`` memories in a row, then search until the background thread has embedded them."""
     saves = []
     for title, content in memories(n, seed=3):
