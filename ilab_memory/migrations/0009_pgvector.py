@@ -62,7 +62,7 @@ def add_embedding_column(apps, schema_editor):
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             if not available[0]:
                 cursor.execute("CREATE EXTENSION vector")
-            # IF NOT EXISTS: a site may have added the column before this migration existed.
+            # IF NOT EXISTS: a site may have added it with the command of earlier releases.
             cursor.execute(f"ALTER TABLE {VECTOR_TABLE} ADD COLUMN IF NOT EXISTS embedding vector")
             _fill(apps, cursor, connection.alias)
     except ProgrammingError as error:
