@@ -177,28 +177,36 @@ def wait_for_held(*, user_id: str, newer_than: tuple | None = None, using: str =
     return thread is not None and thread.wait_for_held(user_id=user_id, newer_than=newer_than, timeout=timeout)
 
 
-# How long a search waits for the batch this process's embedder holds: enough for the few rows a
-# save just queued, never the whole of a large batch of long memories (those are found by their
-# words meanwhile; no search waits on a backlog).
+# How long a search waits for the batch this process's embedder holds when its time is not
+# limited (``SEARCH_EMBED_MILLISECONDS`` None): enough for the few rows a save just queued, never
+# the whole of a large batch of long memories (those are found by their words meanwhile).
 HELD_BATCH_WAIT_SECONDS = 2.0
 
 
-def share_with_search(*, user_id: str, claimed, budget: int, config: Config, using: str) -> None:
-    """After a search embedded its budget: rows within it that this process's embedder claimed
-    first (it starts on the save's commit, so a search right after a save meets the saved row in
-    its hands) are stored before the search reads, as if the search had embedded them; older
-    rows are not waited for. Not inside a caller's transaction, which may hold the lock the
-    thread needs to store them. A full budget starts the thread: more may wait."""
-    if not transaction.get_connection(using).in_atomic_block:
-        newer_than = None if len(claimed) < budget else min(embedding.queue_key(row) for row in claimed)
-        wait_for_held(user_id=user_id, newer_than=newer_than, using=using,
-                      timeout=min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS))
-    if len(claimed) == budget:
+def share_with_search(*, user_id: str, claimed, more_waiting: bool, deadline: float | None, config: Config,
+                      using: str) -> None:
+    """After a search embedded its share: rows newer than what it claimed that this process's
+    embedder holds (it starts on the save's commit, so a search right after a save meets the
+    saved row in its hands) are waited for, within what is left of the search's time, as if the
+    search had embedded them; older rows are not. Not inside a caller's transaction, which may
+    hold the lock the thread needs to store them. A search that left rows waiting starts the
+    thread."""
+    if not transaction.get_connection(using).in_atomic_block and (claimed or not more_waiting):
+        # Nothing else of the user waits: any of its rows in the thread's hands; else those newer
+        # than the oldest the search embedded. A backlog the search did not touch: none.
+        newer_than = min(embedding.queue_key(row) for row in claimed) if more_waiting else None
+        timeout = min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS)
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - time.monotonic()))
+        if timeout > 0:
+            wait_for_held(user_id=user_id, newer_than=newer_than, using=using, timeout=timeout)
+    if more_waiting:
         start(config=config, using=using)
 
 
 # EMBEDDING_MODE "background": this module runs the embedding (services.embedding.runner_for).
-runner = embedding.Runner(after_commit=start, after_search=share_with_search)
+runner = embedding.Runner(after_commit=start, after_search=share_with_search,
+                          busy=lambda using: running(using) is not None)
 
 
 def running(using: str = "default") -> BackgroundEmbedder | None:

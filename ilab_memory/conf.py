@@ -56,6 +56,8 @@ DEFAULTS: dict[str, Any] = {
     # The dotted path of the runner behind the mode (services.embedding.Runner); None: the mode's own.
     "EMBEDDING_RUNNER": None,
     "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
+    # ... and the time it may spend on them, in milliseconds (None: no limit but the budget).
+    "SEARCH_EMBED_MILLISECONDS": 150,
     "EMBED_BATCH_SIZE": 32,
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
     "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
@@ -163,6 +165,9 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
     if values.get("EMBEDDING_MODE") not in EMBEDDING_MODES:
         problems.append('EMBEDDING_MODE must be "background", "celery" or "inline"')
+    milliseconds = values.get("SEARCH_EMBED_MILLISECONDS")
+    if milliseconds is not None and (not _is_int(milliseconds) or milliseconds < 0):
+        problems.append("SEARCH_EMBED_MILLISECONDS must be None or an integer >= 0")
     runner = values.get("EMBEDDING_RUNNER")
     if runner is not None and not isinstance(runner, str):
         problems.append("EMBEDDING_RUNNER must be None or a dotted path")

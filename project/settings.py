@@ -118,6 +118,9 @@ ILAB_MEMORY = {
     # Celery workers with its own).
     "EMBEDDER": os.environ.get("ILAB_MEMORY_EMBEDDER", "default") or None,  # set but empty: words only
     "EMBED_LEASE_SECONDS": int(os.environ.get("ILAB_MEMORY_EMBED_LEASE_SECONDS", "300")),
+    # A search's time for embedding its user's newest memories: the library's 150 ms, none under
+    # pytest, whose tests count what a search embeds (tests/test_search_backlog.py limits it).
+    "SEARCH_EMBED_MILLISECONDS": None if "PYTEST_VERSION" in os.environ else 150,
 }
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")

@@ -68,6 +68,8 @@ def test_unknown_key_is_reported_with_a_hint():
         {"CONTEXT_MEMORIES": 101},
         {"MAX_TITLE_CHARS": True},
         {"SEARCH_EMBED_BUDGET": -1},
+        {"SEARCH_EMBED_MILLISECONDS": -1},
+        {"SEARCH_EMBED_MILLISECONDS": 0.5},
         {"EMBEDDING_MODE": "threads"},
     ],
 )

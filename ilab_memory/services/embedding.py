@@ -15,6 +15,7 @@ private text never reaches an embedder.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -82,11 +83,15 @@ def drop(*, user_id: str, observation_ids, using: str) -> int:
 
 class Runner(NamedTuple):
     """Who embeds off the write path: ``after_commit(config=, using=)`` runs when a write that
-    queued vectors commits; ``after_search(user_id=, claimed=, budget=, config=, using=)``, if
-    any, after a search embedded its budget (``claimed``: the rows it claimed)."""
+    queued vectors commits; ``after_search(user_id=, claimed=, more_waiting=, deadline=, config=,
+    using=)``, if any, after a search embedded its share (``claimed``: the rows it claimed;
+    ``more_waiting``: it stopped before the user's queue was empty; ``deadline``: the
+    ``time.monotonic()`` its time ends at, or None); ``busy(using)``, if any: whether it is
+    embedding in this process now (a search then embeds nothing itself)."""
 
     after_commit: Callable[..., None]
     after_search: Callable[..., None] | None = None
+    busy: Callable[[str], bool] | None = None
 
 
 def runner_for(config: Config) -> Runner | None:
@@ -154,26 +159,44 @@ def embed_batch(*, config: Config, using: str, user_id: str | None = None, size:
 
 
 def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
-    """Before a search reads: embed at most ``SEARCH_EMBED_BUDGET`` of the user's waiting
-    memories, newest first (what was just saved is what is likeliest to be asked about), in one
-    batch; returns how many were stored. Nothing in "celery" mode (workers embed). The rest is
-    found by its words until the background embedder, a worker or ``ilab_memory_embed`` reaches
-    it: no search waits on a backlog. An embedder that fails is logged and leaves its rows
-    queued; the search goes on."""
+    """Before a search reads: embed the user's waiting memories, newest first (what was just
+    saved is what is likeliest to be asked about), one at a time, until ``SEARCH_EMBED_BUDGET``
+    are stored or ``SEARCH_EMBED_MILLISECONDS`` have passed (checked between memories, so one
+    memory may run over); returns how many were stored. Nothing in "celery" mode (workers
+    embed). The rest is found by its words until the background embedder, a worker or
+    ``ilab_memory_embed`` reaches it: no search waits on a backlog. An embedder that fails is
+    logged and leaves its rows queued; the search goes on."""
     budget = config.SEARCH_EMBED_BUDGET
     if config.EMBEDDING_MODE == CELERY or not budget:
         return 0
+    limit = config.SEARCH_EMBED_MILLISECONDS
+    deadline = None if limit is None else time.monotonic() + limit / 1000
+    runner = runner_for(config)
     claimed: list[ObservationVector] = []
+    stored, more_waiting = 0, True
+    if runner is not None and runner.busy is not None and runner.busy(using):
+        # An embedder of this process is at work: it would only take turns with the search for
+        # the same engine. The search leaves the queue to it, and says whether the user's rows
+        # all are in its hands (a save just made) or more wait (a backlog).
+        embedder = embedder_for(config)
+        more_waiting = embedder is not None and _waiting(embedder.model_id, using).filter(
+            user_id=user_id, claimed_until__isnull=True).exists()
+        budget = 0
     try:
-        stored = embed_batch(user_id=user_id, size=budget, newest_first=True, on_claim=claimed.extend,
-                             config=config, using=using)
+        while len(claimed) < budget and (deadline is None or time.monotonic() < deadline):
+            done = embed_batch(user_id=user_id, size=1, newest_first=True, on_claim=claimed.extend,
+                               config=config, using=using)
+            if done is None:
+                more_waiting = False
+                break
+            stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
-        return 0
-    runner = runner_for(config)
+        return stored
     if runner is not None and runner.after_search is not None:
-        runner.after_search(user_id=user_id, claimed=claimed, budget=budget, config=config, using=using)
-    return stored or 0
+        runner.after_search(user_id=user_id, claimed=claimed, more_waiting=more_waiting, deadline=deadline,
+                            config=config, using=using)
+    return stored
 
 
 def queue_key(row: ObservationVector) -> tuple:
