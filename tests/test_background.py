@@ -118,6 +118,24 @@ def test_a_search_right_after_a_save_finds_it_by_meaning_while_the_thread_holds_
     assert counts() == (1, 0)
 
 
+def test_a_search_during_a_backlog_leaves_it_to_the_thread_and_does_not_wait(tmem, recording, runs, settings):
+    """While this process's embedder drains a backlog, a search embeds nothing itself and waits
+    for none of it: the backlog is found by its words."""
+    SlowEmbedder.DELAY = 0.2
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2}
+    mem = ILabMemory(embedder="tests.embedders.SlowEmbedder", embedding_mode="background")
+    for k in range(10):
+        mem.mem_save("alice", f"Tea note {k}", f"Green tea, cup number {k}.")
+    assert background.running() is not None
+    embedded_before = len(recording.passages)
+    results = mem.mem_search("alice", "tea", limit=20)
+    assert len(results) == 10 and all(r.score.breakdown["lexical"] > 0 for r in results)
+    # The thread may finish a batch or two meanwhile (two passages each); the search adds none.
+    assert len(recording.passages) - embedded_before <= 4
+    runs()
+    assert len(recording.passages) == 10  # each embedded once, by the thread
+
+
 def test_inline_mode_starts_no_thread(tmem, recording, runs):
     mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_mode="inline")
     mem.mem_save("alice", "Tea", "Green tea.")
