@@ -7,8 +7,8 @@
 * ``sqlite`` and ``postgresql``: each engine's index (DDL kept in sync by triggers, so every
   writer follows) next to the queries against it, so the two cannot drift apart. User text
   never reaches an engine's query syntax: every token is quoted there.
-* ``index``: install, rebuild and repair the index on either engine (migrations, the rebuild
-  command, ``post_migrate``).
+* ``index``: rebuild and repair the index on either engine (the rebuild command,
+  ``post_migrate``, every SQLite search); the migrations hold their own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
 * ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
 * ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
@@ -29,32 +29,11 @@ from ...types import ObservationCompact, observation_compact
 from ...validation import check_length, check_text, clean_type, clean_user_id
 from .. import embedding
 from . import fusion, semantic
-from .index import index_install, index_rebuild, index_uninstall, repair_after_migrate
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
-from .postgresql import PG_CREATE_INDEX, PG_INDEX_OPTIONS, PG_PENDING_LIST_KB
 from .query import STOP_WORDS, parse_query, tokens
-from .sqlite import SQLITE_TABLE, SQLITE_TRIGGERS, sqlite_triggers_present
-from .tables import OBSERVATION_TABLE
+from .sqlite import SQLITE_TABLE
 
-# Still importable from here, as before the split into modules (migrations 0002 and 0008 import from here).
-__all__ = [
-    "OBSERVATION_TABLE",
-    "PG_CREATE_INDEX",
-    "PG_INDEX_OPTIONS",
-    "PG_PENDING_LIST_KB",
-    "SQLITE_TABLE",
-    "SQLITE_TRIGGERS",
-    "STOP_WORDS",
-    "clean_query",
-    "index_install",
-    "index_rebuild",
-    "index_uninstall",
-    "observation_search",
-    "parse_query",
-    "repair_after_migrate",
-    "sqlite_triggers_present",
-    "tokens",
-]
+__all__ = ["SQLITE_TABLE", "STOP_WORDS", "clean_query", "observation_search", "parse_query", "tokens"]
 
 
 def _clean_limit(limit, config: Config) -> int:

@@ -1,4 +1,4 @@
-"""Installing, rebuilding and repairing the full-text index, on whichever engine the connection is.
+"""Rebuilding and repairing the full-text index, on whichever engine the connection is.
 
 Used by the ``ilab_memory_rebuild_index`` command, the ``post_migrate`` receiver (``apps.py``)
 and every SQLite search (``index_ensure``). Migrations 0002 and 0008 hold their own copy of the
@@ -9,15 +9,8 @@ from __future__ import annotations
 
 from django.db import connections, transaction
 
-from .postgresql import PG_CREATE, PG_DROP, PG_REBUILD, pg_triggers_present
-from .sqlite import (
-    SQLITE_CREATE_TABLE,
-    SQLITE_CREATE_TRIGGERS,
-    SQLITE_DROP,
-    SQLITE_REBUILD,
-    SQLITE_TABLE,
-    sqlite_triggers_present,
-)
+from .postgresql import PG_CREATE, PG_REBUILD, pg_triggers_present
+from .sqlite import SQLITE_CREATE_TABLE, SQLITE_CREATE_TRIGGERS, SQLITE_REBUILD, SQLITE_TABLE, sqlite_triggers_present
 from .tables import OBSERVATION_TABLE
 
 
@@ -25,21 +18,6 @@ def _execute(connection, statements) -> None:
     with connection.cursor() as cursor:
         for sql in statements:
             cursor.execute(sql)
-
-
-def index_install(connection) -> None:
-    """Create the index structures for this connection's vendor and fill them from the table."""
-    if connection.vendor == "sqlite":
-        _execute(connection, (SQLITE_CREATE_TABLE, *SQLITE_CREATE_TRIGGERS, *SQLITE_REBUILD))
-    elif connection.vendor == "postgresql":
-        _execute(connection, (*PG_CREATE, *PG_REBUILD))
-
-
-def index_uninstall(connection) -> None:
-    if connection.vendor == "sqlite":
-        _execute(connection, SQLITE_DROP)
-    elif connection.vendor == "postgresql":
-        _execute(connection, PG_DROP)
 
 
 def index_rebuild(*, using: str = "default") -> int:

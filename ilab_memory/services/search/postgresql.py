@@ -21,7 +21,6 @@ from .tables import OBSERVATION_TABLE
 PG_PENDING_LIST_KB = 128
 PG_CREATE_INDEX = f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)
     WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"""
-PG_INDEX_OPTIONS = f"ALTER INDEX ilab_mem_obs_search SET (gin_pending_list_limit = {PG_PENDING_LIST_KB})"
 PG_CREATE = (
     f"ALTER TABLE {OBSERVATION_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
     # The same rule as ``query.fold``. normalize() is built in (PostgreSQL 13+, UTF8 databases).
@@ -57,15 +56,6 @@ PG_CREATE = (
 )
 PG_REBUILD = (
     f"UPDATE {OBSERVATION_TABLE} SET search_vector = ilab_memory_search_vector(title, topic_key, content)",
-)
-PG_DROP = (
-    f"DROP TRIGGER IF EXISTS ilab_memory_search_insert ON {OBSERVATION_TABLE}",
-    f"DROP TRIGGER IF EXISTS ilab_memory_search_update ON {OBSERVATION_TABLE}",
-    "DROP FUNCTION IF EXISTS ilab_memory_search_trigger()",
-    "DROP FUNCTION IF EXISTS ilab_memory_search_vector(text, text, text)",
-    "DROP FUNCTION IF EXISTS ilab_memory_search_fold(text)",
-    "DROP INDEX IF EXISTS ilab_mem_obs_search",
-    f"ALTER TABLE {OBSERVATION_TABLE} DROP COLUMN IF EXISTS search_vector",
 )
 
 

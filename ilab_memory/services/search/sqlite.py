@@ -48,12 +48,6 @@ SQLITE_REBUILD = (
     f"""INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id)
         SELECT title, coalesce(topic_key, ''), content, 'u' || hex(user_id), id FROM {OBSERVATION_TABLE}""",
 )
-SQLITE_DROP = (
-    *(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS),
-    f"DROP TABLE IF EXISTS {SQLITE_TABLE}",
-)
-
-
 def sqlite_triggers_present(connection) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
