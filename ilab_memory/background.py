@@ -106,16 +106,19 @@ class BackgroundEmbedder(threading.Thread):
             self._held = []
             self._batch_done.notify_all()
 
-    def wait_for_held(self, *, user_id: str, newer_than: tuple | None, timeout: float) -> bool:
+    def wait_for_held(self, *, user_id: str, newer_than: tuple | None, timeout: float,
+                      at_most: int | None = None) -> bool:
         """Wait until the batch in hand is stored (or dropped) if it holds rows of ``user_id``
-        queued after ``newer_than`` ((queued_at, pk); None: any); returns whether it waited."""
+        queued after ``newer_than`` ((queued_at, pk); None: any), and no more than ``at_most`` of
+        them (more is a backlog, not to be waited for); returns whether it waited."""
 
-        def held() -> bool:
-            return any(row.user_id == user_id and (newer_than is None or (row.queued_at, row.pk) > newer_than)
+        def held() -> int:
+            return sum(row.user_id == user_id and (newer_than is None or (row.queued_at, row.pk) > newer_than)
                        for row in self._held)
 
         with self._batch_done:
-            if not held():
+            count = held()
+            if not count or (at_most is not None and count > at_most):
                 return False
             self._batch_done.wait_for(lambda: not held(), timeout)
             return True
@@ -170,36 +173,38 @@ def start_if_waiting(*, config: Config | None = None, using: str = "default") ->
 
 
 def wait_for_held(*, user_id: str, newer_than: tuple | None = None, using: str = "default",
-                  timeout: float) -> bool:
+                  timeout: float, at_most: int | None = None) -> bool:
     """Wait until this process's background embedder has stored the batch it holds, if that batch
-    holds rows of ``user_id`` queued after ``newer_than``; returns whether it waited."""
+    holds rows of ``user_id`` queued after ``newer_than`` (no more than ``at_most``); returns
+    whether it waited."""
     thread = running(using)
-    return thread is not None and thread.wait_for_held(user_id=user_id, newer_than=newer_than, timeout=timeout)
+    return thread is not None and thread.wait_for_held(user_id=user_id, newer_than=newer_than, timeout=timeout,
+                                                       at_most=at_most)
 
 
-# How long a search waits for the batch this process's embedder holds when its time is not
-# limited (``SEARCH_EMBED_MILLISECONDS`` None): enough for the few rows a save just queued, never
-# the whole of a large batch of long memories (those are found by their words meanwhile).
+# How long a search waits for its user's rows this process's embedder holds: enough for the few
+# rows a save just queued, never the whole of a large batch of long memories (those are found by
+# their words meanwhile).
 HELD_BATCH_WAIT_SECONDS = 2.0
 
 
 def share_with_search(*, user_id: str, claimed, more_waiting: bool, deadline: float | None, config: Config,
                       using: str) -> None:
-    """After a search embedded its share: rows newer than what it claimed that this process's
-    embedder holds (it starts on the save's commit, so a search right after a save meets the
-    saved row in its hands) are waited for, within what is left of the search's time, as if the
-    search had embedded them; older rows are not. Not inside a caller's transaction, which may
-    hold the lock the thread needs to store them. A search that left rows waiting starts the
-    thread."""
+    """After a search embedded its share: its user's rows that this process's embedder holds
+    (it starts on the save's commit, so a search right after a save meets the saved row in its
+    hands) are waited for as if the search had embedded them, no more than its budget of them:
+    all of them while nothing else of the user waits, for up to ``HELD_BATCH_WAIT_SECONDS``;
+    only those newer than what the search embedded, within its time, when more wait. Not inside
+    a caller's transaction, which may hold the lock the thread needs to store them. A search
+    that left rows waiting starts the thread."""
     if not transaction.get_connection(using).in_atomic_block and (claimed or not more_waiting):
-        # Nothing else of the user waits: any of its rows in the thread's hands; else those newer
-        # than the oldest the search embedded. A backlog the search did not touch: none.
         newer_than = min(embedding.queue_key(row) for row in claimed) if more_waiting else None
         timeout = min(HELD_BATCH_WAIT_SECONDS, config.EMBED_LEASE_SECONDS)
-        if deadline is not None:
+        if more_waiting and deadline is not None:
             timeout = min(timeout, max(0.0, deadline - time.monotonic()))
         if timeout > 0:
-            wait_for_held(user_id=user_id, newer_than=newer_than, using=using, timeout=timeout)
+            wait_for_held(user_id=user_id, newer_than=newer_than, using=using, timeout=timeout,
+                          at_most=config.SEARCH_EMBED_BUDGET)
     if more_waiting:
         start(config=config, using=using)
 

