@@ -22,7 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from .. import encoding
-from ..exceptions import IlabMemoryError, ValidationError
+from ..exceptions import IlabMemoryError
 from . import tools
 
 logger = logging.getLogger("ilab_memory.mcp")
@@ -48,16 +48,27 @@ class Principal(Protocol):
         """Raises ToolRefusal when the caller is over its rate."""
 
 
-def error_body(exc: IlabMemoryError | ToolRefusal) -> dict[str, Any]:
-    """The API's error body for one of the app's exceptions, or a refusal."""
-    if isinstance(exc, ToolRefusal):
+def error_body(exc: IlabMemoryError | ToolRefusal | tools.InvalidArguments) -> dict[str, Any]:
+    """The API's error body for one of the app's exceptions, a refusal, or refused arguments."""
+    if isinstance(exc, (ToolRefusal, tools.InvalidArguments)):
         return exc.body
     return encoding.error(exc)
 
 
+def error_text(body: dict[str, Any]) -> str:
+    """``Error (<code>): <detail>``, then each field's messages the detail does not already say
+    (the API's "Invalid input." names no field; the model must learn which one)."""
+    text = f"Error ({body['code']}): {body['detail']}"
+    for field, messages in body.get("errors", {}).items():
+        for message in messages:
+            if f"{field}: {message}" not in text:
+                text += f" {field}: {message}"
+    return text
+
+
 def error_result(body: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"Error ({body['code']}): {body['detail']}")],
+        content=[types.TextContent(type="text", text=error_text(body))],
         structured_content=body,
         is_error=True,
     )
@@ -100,7 +111,7 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             structured, text = spec.run(memory, user_id, args)
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                         structured_content=structured)
-        except (IlabMemoryError, ToolRefusal) as exc:
+        except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:
             body = error_body(exc)
             logger.info("Tool %s refused: %s", spec.name, body["code"])
             return error_result(body)
@@ -124,8 +135,7 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             return error_result(exc.body)
         arguments = params.arguments
         if arguments is not None and not isinstance(arguments, dict):
-            return error_result(error_body(ValidationError("arguments", "must be a JSON object.",
-                                                           code="invalid_type")))
+            return error_result(tools.InvalidArguments.not_an_object(arguments).body)
         return await sync_to_async(call, thread_sensitive=False)(principal, spec, arguments)
 
     return Server(

@@ -18,7 +18,7 @@ from mcp_types import ToolAnnotations
 
 from ..conf import Config
 from ..encoding import encode, listing_schema, schema
-from ..exceptions import ValidationError
+from ..services.privacy import redact, redact_json, shown_key
 from ..types import (
     DeleteResult,
     MemoryStats,
@@ -126,56 +126,76 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 # ------------------------------------------------------------------------------ argument checks
 
-_TYPE_WORDS = {"string": "a string", "integer": "an integer", "boolean": "true or false",
-               "object": "a JSON object", "array": "a JSON array", "null": "null", "number": "a number"}
+# The HTTP API's words for what only a face checks (DRF's, as its 400s answer them), so a tool
+# error is the API's body for the same bad input. Values themselves (strings, blanks, limits,
+# type slugs, metadata, count bounds) are judged below this face, in the same words for both.
+INVALID_INPUT = "Invalid input."
+REQUIRED = "This field is required."
+UNKNOWN_FIELD = "Is not a field of this endpoint; it accepts: {accepted}."
+NOT_AN_INTEGER = "A valid integer is required."
+NOT_A_BOOLEAN = "Must be a valid boolean."
+NOT_AN_OBJECT = "Invalid data. Expected a dictionary, but got {datatype}."
 
 
-def _json_type(value) -> str:
-    if value is None:
-        return "null"
+class InvalidArguments(Exception):
+    """Arguments refused by this face before the memory is called; ``body`` is the API's 400 body."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(INVALID_INPUT)
+        self.body = {"detail": INVALID_INPUT, "code": "invalid", "errors": errors}
+
+    @classmethod
+    def not_an_object(cls, arguments) -> "InvalidArguments":
+        return cls({"non_field_errors": [NOT_AN_OBJECT.format(datatype=type(arguments).__name__)]})
+
+
+def _integer(value) -> int | None:
+    """``value`` as a count if JSON sent an integer (5 and 5.0 alike), else None."""
     if isinstance(value, bool):
-        return "boolean"
+        return None
     if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def check_arguments(schema: dict[str, Any], arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """The arguments with the schema's required, unknown and type rules applied.
+    """The arguments, once the checks only this face makes have passed, as the API makes them:
+    no unknown argument, every required one present, counts integers and flags booleans.
 
     ``null`` for an optional argument whose schema does not take null counts as "not given"
-    (models often send it). Raises the app's ValidationError naming the argument and the rule.
+    (models often send it). Raises InvalidArguments, naming every argument at fault in the API's
+    words; a name that holds a private block is shown as ``?``.
     """
     arguments = arguments or {}
     properties = schema["properties"]
-    required = set(schema["required"])
-    for name in arguments:
-        if name not in properties:
-            raise ValidationError(str(name)[:100], "is not an argument of this tool.", code="unknown_field")
+    unknown = [name for name in arguments if name not in properties]
+    if unknown:
+        message = UNKNOWN_FIELD.format(accepted=", ".join(properties))
+        raise InvalidArguments({shown_key(name): [message] for name in unknown})
+    given = {
+        name: value for name, value in arguments.items()
+        if value is not None or "null" in _types(properties[name]) or name in schema["required"]
+    }
+    missing = [name for name in schema["required"] if name not in given]
+    if missing:
+        raise InvalidArguments({name: [REQUIRED] for name in missing})
     checked: dict[str, Any] = {}
-    for name, rule in properties.items():
-        allowed = rule["type"] if isinstance(rule["type"], list) else [rule["type"]]
-        if name not in arguments or (arguments[name] is None and "null" not in allowed and name not in required):
-            if name in required:
-                raise ValidationError(name, "is required.", code="required")
-            continue
-        value = arguments[name]
-        kind = _json_type(value)
-        if kind == "number" and "integer" in allowed and value.is_integer():
-            value, kind = int(value), "integer"  # JSON does not tell 5 from 5.0
-        if kind not in allowed:
-            expected = " or ".join(_TYPE_WORDS[t] for t in allowed)
-            raise ValidationError(name, f"must be {expected}.", code="invalid_type")
+    for name, value in given.items():
+        kind = _types(properties[name])
+        if "integer" in kind:
+            value = _integer(value)
+            if value is None:
+                raise InvalidArguments({name: [NOT_AN_INTEGER]})
+        elif "boolean" in kind and not isinstance(value, bool):
+            raise InvalidArguments({name: [NOT_A_BOOLEAN]})
         checked[name] = value
     return checked
+
+
+def _types(rule: dict[str, Any]) -> list[str]:
+    return rule["type"] if isinstance(rule["type"], list) else [rule["type"]]
 
 
 # -------------------------------------------------------------------------------- text helpers
@@ -249,6 +269,25 @@ def _start(memory, user_id, args):
     return data, "\n".join(lines)
 
 
+def _private_blocks(args: dict[str, Any]) -> int:
+    """How many private blocks the text arguments of this call held (after the services accepted
+    them): a saved row's ``redacted_blocks`` counts every write to it, not this one."""
+    blocks = 0
+    for name in ("title", "content", "topic_key"):
+        if isinstance(args.get(name), str):
+            blocks += redact(args[name]).blocks
+    if isinstance(args.get("metadata"), dict):
+        blocks += redact_json(args["metadata"])[1]
+    return blocks
+
+
+def _redaction_note(blocks: int) -> str:
+    if not blocks:
+        return ""
+    counted = "1 private block was" if blocks == 1 else f"{blocks} private blocks were"
+    return f" {counted} replaced by [REDACTED]: nothing private was stored."
+
+
 def _save(memory, user_id, args):
     data = encode(memory.mem_save(
         user_id, args["title"], args["content"], type=args.get("type", "manual"),
@@ -259,12 +298,10 @@ def _save(memory, user_id, args):
         "created": "Saved a new memory",
         "revised": f"Revised the memory with topic {record['topic_key']} (revision {record['revision_count']}; "
                    "the previous version is kept in its history)",
-        "duplicate": f"Already remembered: counted a duplicate (seen {record['duplicate_count']} times)",
+        "duplicate": f"Already remembered: counted a duplicate ({_seen(record['duplicate_count'])})",
     }[data["action"]]
     text = f"{verb}: [{record['type']}] {record['title']} — id {record['id']}, session {record['session_id']}."
-    if record["redacted_blocks"]:
-        text += f" {record['redacted_blocks']} private block(s) were replaced by [REDACTED] before storing."
-    return data, text
+    return data, text + _redaction_note(_private_blocks(args))
 
 
 def _summary_tool(memory, user_id, args):
@@ -277,30 +314,50 @@ def _end(memory, user_id, args):
     return data, f"Session closed. {_session_line(data)}"
 
 
+def _found_by(result: dict[str, Any]) -> str:
+    """How a search result was found, from its score's breakdown: words (all or some), or meaning alone."""
+    breakdown = result["score"]["breakdown"]
+    if breakdown.get("relevance") is None:
+        return "meaning"
+    return "all" if breakdown.get("all_terms") else "some"
+
+
+FOUND_BY = {"all": "holding every term", "some": "holding some of the terms", "meaning": "close in meaning only"}
+
+
 def _search(memory, user_id, args):
     results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit")))
     data = {"results": results}
     if not results:
         return data, "No memories matched. Try other words, fewer terms, or mem_context."
-    whole = sum(bool(result["score"]["breakdown"].get("all_terms")) for result in results)
-    head = f"{_memories(len(results))} found" + (f" ({whole} holding every term)" if whole else "")
-    return data, head + ", best first:\n" + _compact_list(results, "")
+    found_by = [_found_by(result) for result in results]
+    counts = ", ".join(f"{found_by.count(way)} {words}" for way, words in FOUND_BY.items() if way in found_by)
+    lines = [
+        _compact_line(i, result).replace(" — id ", f" — {FOUND_BY[way]} — id ", 1)
+        for i, (result, way) in enumerate(zip(results, found_by), 1)
+    ]
+    return data, f"{_memories(len(results))} found ({counts}), best first:\n" + "\n".join(lines)
 
 
 def _context(memory, user_id, args):
     memories = encode(memory.mem_context(user_id, limit=args.get("limit")))
     data = {"memories": memories}
+    if not memories:
+        return data, "No memories yet. Save what is worth remembering with mem_save."
     return data, "Memories ranked by ContextScore (recency × type weight × reinforcement):\n" + _compact_list(
-        memories, "No memories yet."
+        memories, ""
     )
 
 
+def _seen(n: int) -> str:
+    return "seen once" if n == 1 else f"seen {n} times"
+
+
 def _record_text(record: dict[str, Any]) -> str:
-    topic = record["topic_key"] or "—"
+    topic = f" — topic {record['topic_key']}" if record["topic_key"] else ""
     return (f"[{record['type']}] {record['title']}\n"
-            f"id {record['id']} — session {record['session_id']} — topic {topic} — revisions "
-            f"{record['revision_count']} — seen {record['duplicate_count']} times — updated "
-            f"{_when(record['updated_at'])}\n\n{record['content']}")
+            f"id {record['id']} — session {record['session_id']}{topic} — revision {record['revision_count']} — "
+            f"{_seen(record['duplicate_count'])} — updated {_when(record['updated_at'])}\n\n{record['content']}")
 
 
 def _get(memory, user_id, args):
@@ -311,7 +368,8 @@ def _get(memory, user_id, args):
 def _update(memory, user_id, args):
     fields = {k: v for k, v in args.items() if k not in ("observation_id", "user_id")}
     data = encode(memory.mem_update(user_id, args["observation_id"], **fields))
-    return data, f"Updated (revision {data['revision_count']}; the previous version is kept):\n" + _record_text(data)
+    head = f"Updated (revision {data['revision_count']}; the previous version is kept).{_redaction_note(_private_blocks(fields))}"
+    return data, head + "\n" + _record_text(data)
 
 
 def _delete(memory, user_id, args):

@@ -183,7 +183,7 @@ class McpClient:
         result = self.call(tool, **arguments)
         assert result.is_error, f"{tool} succeeded: {result.content[0].text}"
         body = result.structured_content
-        assert result.content[0].text == f"Error ({body['code']}): {body['detail']}"
+        assert result.content[0].text.startswith(f"Error ({body['code']}): {body['detail']}")
         return body
 
     def list_tools(self):
