@@ -138,16 +138,6 @@ class ILabMemory:
     def _kwargs(self) -> dict[str, Any]:
         return {"config": self._config(), "using": self.using}
 
-    def _user(self, user_id) -> str:
-        # The selectors take the user_id as given (the services clean it themselves).
-        from .validation import clean_user_id
-
-        return clean_user_id(user_id, limit=self._config().MAX_USER_ID_CHARS)
-
-    def _count(self, count, value) -> int:
-        """``value`` checked against ``count``, one of the bounds of ``validation`` every face applies."""
-        return count.clean(value, self._config())
-
     # -- sessions ------------------------------------------------------------------------
 
     def mem_session_start(self, user_id: str):
@@ -171,15 +161,12 @@ class ILabMemory:
     def mem_get_session(self, user_id: str, session_id: str):
         from . import selectors
 
-        return selectors.session_get(user_id=self._user(user_id), session_id=session_id, using=self.using)
+        return selectors.session_get(user_id=user_id, session_id=session_id, **self._kwargs())
 
     def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50):
         from . import selectors
-        from .validation import SESSIONS_LIMIT
 
-        return selectors.sessions_list(
-            user_id=self._user(user_id), status=status, limit=self._count(SESSIONS_LIMIT, limit), using=self.using
-        )
+        return selectors.sessions_list(user_id=user_id, status=status, limit=limit, **self._kwargs())
 
     def mem_close_expired(self) -> list[str]:
         """The sweep: auto-close every expired active session; returns their ids."""
@@ -202,18 +189,14 @@ class ILabMemory:
     def mem_get_observation(self, user_id: str, observation_id: str):
         from . import selectors, types
 
-        observation = selectors.observation_get(
-            user_id=self._user(user_id), observation_id=observation_id, using=self.using
-        )
+        observation = selectors.observation_get(user_id=user_id, observation_id=observation_id, **self._kwargs())
         return types.observation_record(observation)
 
     def mem_revisions(self, user_id: str, observation_id: str):
         """The observation's earlier versions, newest first."""
         from . import selectors
 
-        return selectors.observation_revisions(
-            user_id=self._user(user_id), observation_id=observation_id, using=self.using
-        )
+        return selectors.observation_revisions(user_id=user_id, observation_id=observation_id, **self._kwargs())
 
     def mem_update(self, user_id: str, observation_id: str, **fields):
         """Replace title/content/type/topic_key/metadata, keeping the old version in history."""
@@ -233,35 +216,28 @@ class ILabMemory:
         """Full-text search of the user's live observations, best first (SearchScore); ``limit``
         defaults to the SEARCH_DEFAULT_LIMIT setting."""
         from .services.search import observation_search
-        from .validation import SEARCH_LIMIT
 
-        if limit is not None:
-            limit = self._count(SEARCH_LIMIT, limit)
         return observation_search(user_id=user_id, query=query, type=type, limit=limit, **self._kwargs())
 
     def mem_context(self, user_id: str, *, limit: int | None = None):
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
         CONTEXT_MEMORIES setting, as at session start."""
         from . import selectors
-        from .validation import CONTEXT_LIMIT
 
-        limit = self._config().CONTEXT_MEMORIES if limit is None else self._count(CONTEXT_LIMIT, limit)
-        return selectors.context_memories(user_id=self._user(user_id), limit=limit, **self._kwargs())
+        limit = self._config().CONTEXT_MEMORIES if limit is None else limit
+        return selectors.context_memories(user_id=user_id, limit=limit, **self._kwargs())
 
     def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5):
         from . import selectors
-        from .validation import TIMELINE_AFTER, TIMELINE_BEFORE
 
         return selectors.observation_timeline(
-            user_id=self._user(user_id), observation_id=observation_id,
-            before=self._count(TIMELINE_BEFORE, before), after=self._count(TIMELINE_AFTER, after),
-            **self._kwargs(),
+            user_id=user_id, observation_id=observation_id, before=before, after=after, **self._kwargs()
         )
 
     def mem_stats(self, user_id: str):
         from . import selectors
 
-        return selectors.stats(user_id=self._user(user_id), **self._kwargs())
+        return selectors.stats(user_id=user_id, **self._kwargs())
 
     # -- the user's data -----------------------------------------------------------------
 

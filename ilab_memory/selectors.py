@@ -1,5 +1,8 @@
 """Reads, each scoped by user_id, composed from the queryset methods of ``models``.
 
+Each public read cleans its user_id and checks its counts itself (``validation``), as the
+services do for writes, so no face needs to.
+
 The ranked context is the one read in ``sql`` (the database ranks the candidates). Selectors
 never write and never import services.
 """
@@ -28,7 +31,15 @@ from .types import (
     session_record,
     session_summary_compact,
 )
-from .validation import clean_choice, parse_uuid
+from .validation import (
+    CONTEXT_LIMIT,
+    SESSIONS_LIMIT,
+    TIMELINE_AFTER,
+    TIMELINE_BEFORE,
+    clean_choice,
+    clean_user_id,
+    parse_uuid,
+)
 
 COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at")
 SUMMARY_FIELDS = ("id", "started_at", "ended_at", "summary", "is_auto_generated", "observation_count")
@@ -41,6 +52,11 @@ def with_content_head(queryset, *, preview_chars: int):
     # on every compile of the page's query.
     head = Substr("content", Value(1, output_field=_POSITION), Value(preview_chars + 1, output_field=_POSITION))
     return queryset.only(*COMPACT_FIELDS).annotate(content_head=head)
+
+
+def _user(user_id, config: Config | None) -> str:
+    """``user_id`` cleaned as every service cleans it: each read checks it once, here."""
+    return clean_user_id(user_id, limit=(config or get_config()).MAX_USER_ID_CHARS)
 
 
 def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
@@ -57,9 +73,10 @@ def context_memories(
 ) -> list[ObservationCompact]:
     """The user's live observations ranked by ContextScore over the newest candidates."""
     config = config or get_config()
+    user_id, limit = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS), CONTEXT_LIMIT.clean(limit, config)
     ranked = sql.ranked_context(
         user_id, now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS, head_chars=config.PREVIEW_CHARS + 1,
-        candidates=config.CONTEXT_CANDIDATES, limit=max(0, limit), using=using,
+        candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
     )
     return [
         observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=scoring.context_score(row)) for row in ranked
@@ -70,8 +87,10 @@ def session_observation_count(session_id, *, using: str = "default") -> int:
     return Observation.objects.using(using).live().filter(session_id=session_id).count()
 
 
-def observation_get(*, user_id: str, observation_id, using: str = "default") -> Observation:
+def observation_get(*, user_id: str, observation_id, config: Config | None = None,
+                    using: str = "default") -> Observation:
     """The user's live observation; anything else raises ObservationNotFound."""
+    user_id = _user(user_id, config)
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
         return Observation.objects.using(using).live_for_user(user_id).get(pk=pk)
@@ -79,8 +98,8 @@ def observation_get(*, user_id: str, observation_id, using: str = "default") -> 
         raise ObservationNotFound("No such observation.") from None
 
 
-def observation_revisions(*, user_id: str, observation_id, using: str = "default"):
-    observation = observation_get(user_id=user_id, observation_id=observation_id, using=using)
+def observation_revisions(*, user_id: str, observation_id, config: Config | None = None, using: str = "default"):
+    observation = observation_get(user_id=user_id, observation_id=observation_id, config=config, using=using)
     revisions = ObservationRevision.objects.using(using).filter(observation=observation).order_by("-revision")
     return [revision_record(r) for r in revisions]
 
@@ -90,16 +109,18 @@ def observation_timeline(
 ) -> Timeline:
     """The live observations of the anchor's session just before and after it, in creation order."""
     config = config or get_config()
+    before, after = TIMELINE_BEFORE.clean(before, config), TIMELINE_AFTER.clean(after, config)
     preview_chars = config.PREVIEW_CHARS
-    anchor = observation_get(user_id=user_id, observation_id=observation_id, using=using)
+    anchor = observation_get(user_id=user_id, observation_id=observation_id, config=config, using=using)
+    user_id = anchor.user_id
     same_session = with_content_head(
         Observation.objects.using(using).live_for_user(user_id).filter(session_id=anchor.session_id),
         preview_chars=preview_chars,
     )
     earlier = Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, id__lt=anchor.id)
     later = Q(created_at__gt=anchor.created_at) | Q(created_at=anchor.created_at, id__gt=anchor.id)
-    before_rows = list(same_session.filter(earlier).order_by("-created_at", "-id")[: max(0, before)])
-    after_rows = same_session.filter(later).order_by("created_at", "id")[: max(0, after)]
+    before_rows = list(same_session.filter(earlier).order_by("-created_at", "-id")[:before])
+    after_rows = same_session.filter(later).order_by("created_at", "id")[:after]
     anchor.content_head = anchor.content[: preview_chars + 1]
 
     def compact(row):
@@ -113,7 +134,8 @@ def observation_timeline(
     )
 
 
-def session_get(*, user_id: str, session_id, using: str = "default") -> SessionRecord:
+def session_get(*, user_id: str, session_id, config: Config | None = None, using: str = "default") -> SessionRecord:
+    user_id = _user(user_id, config)
     pk = parse_uuid(session_id, SessionNotFound)
     try:
         session = Session.objects.using(using).for_user(user_id).with_observation_count().get(pk=pk)
@@ -124,18 +146,21 @@ def session_get(*, user_id: str, session_id, using: str = "default") -> SessionR
 
 def sessions_list(
     *, user_id: str, status: str | None = None, is_auto_generated: bool | None = None, limit: int = 50,
-    using: str = "default",
+    config: Config | None = None, using: str = "default",
 ) -> list[SessionRecord]:
     """The user's sessions, newest started first."""
-    sessions = Session.objects.using(using).for_user(user_id).order_by("-started_at", "-id")
+    limit = SESSIONS_LIMIT.clean(limit, config or get_config())
+    sessions = Session.objects.using(using).for_user(_user(user_id, config)).order_by("-started_at", "-id")
     if status is not None:
         sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
     if is_auto_generated is not None:
         sessions = sessions.filter(is_auto_generated=is_auto_generated)
-    return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[: max(0, limit)]]
+    return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[:limit]]
 
 
 def stats(*, user_id: str, config: Config | None = None, using: str = "default") -> MemoryStats:
+    config = config or get_config()
+    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     session_counts = Session.objects.using(using).for_user(user_id).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),
@@ -151,7 +176,7 @@ def stats(*, user_id: str, config: Config | None = None, using: str = "default")
         for row in observations.live().values("type").annotate(n=Count("id")).order_by("type")
     }
     revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).count()
-    embedder = configured_embedder((config or get_config()).EMBEDDER)
+    embedder = configured_embedder(config.EMBEDDER)
     waiting = 0 if embedder is None else (
         ObservationVector.objects.using(using).filter(user_id=user_id).waiting(embedder.model_id).count()
     )

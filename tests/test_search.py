@@ -143,15 +143,18 @@ def test_type_filter(mem, corpus):
     assert titles(mem.mem_search(corpus, "celery", type="decision")) == ["Celery retry policy"]
 
 
-def test_limit_is_clamped_to_the_configured_maximum(mem, clock):
+def test_a_limit_above_the_configured_maximum_is_refused_not_cut(mem, clock):
+    from ilab_memory.conf import get_config
+
     for n in range(8):
         save(mem, "u", f"Note {n} about kafka", "kafka")
     assert len(mem.mem_search("u", "kafka", limit=3)) == 3
-    assert len(observation_search(user_id="u", query="kafka", limit=1000)) == 8
-    from ilab_memory.conf import get_config
-
-    assert len(observation_search(user_id="u", query="kafka", limit=1000,
-                                  config=get_config({"SEARCH_MAX_LIMIT": 5, "SEARCH_DEFAULT_LIMIT": 5}))) == 5
+    assert len(observation_search(user_id="u", query="kafka", limit=50)) == 8
+    small = get_config({"SEARCH_MAX_LIMIT": 5, "SEARCH_DEFAULT_LIMIT": 5})
+    assert len(observation_search(user_id="u", query="kafka", config=small)) == 5
+    with pytest.raises(ValidationError) as error:
+        observation_search(user_id="u", query="kafka", limit=6, config=small)
+    assert (error.value.field, error.value.code, error.value.limit) == ("limit", "max_value", 5)
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])

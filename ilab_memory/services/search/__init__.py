@@ -26,7 +26,7 @@ from ...exceptions import ValidationError
 from ...models import Observation
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
-from ...validation import check_length, check_text, clean_type, clean_user_id
+from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
 from .. import embedding
 from . import fusion, semantic
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
@@ -37,11 +37,7 @@ __all__ = ["SQLITE_TABLE", "STOP_WORDS", "clean_query", "observation_search", "p
 
 
 def _clean_limit(limit, config: Config) -> int:
-    if limit is None:
-        return config.SEARCH_DEFAULT_LIMIT
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ValidationError("limit", "must be an integer >= 1.", code="invalid_integer")
-    return min(limit, config.SEARCH_MAX_LIMIT)
+    return config.SEARCH_DEFAULT_LIMIT if limit is None else SEARCH_LIMIT.clean(limit, config)
 
 
 def clean_query(query, config: Config) -> str:
