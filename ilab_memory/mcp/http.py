@@ -82,7 +82,9 @@ def transport_security_from_settings():
 
     hosts = list(settings.ALLOWED_HOSTS)
     if not hosts and settings.DEBUG:
-        hosts = [".localhost", "127.0.0.1", "[::1]"]  # what Django allows then
+        # What Django allows then is ".localhost", 127.0.0.1 and [::1]; the SDK cannot match
+        # subdomains, so localhost itself stands for the first (nothing the operator wrote to warn about).
+        hosts = ["localhost", "127.0.0.1", "[::1]"]
     if "*" in hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     allowed_hosts: list[str] = []

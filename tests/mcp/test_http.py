@@ -240,3 +240,18 @@ def test_transport_security_takes_trusted_origins_and_a_wildcard_turns_it_off(se
     assert "https://ui.example.org" in transport_security_from_settings().allowed_origins
     settings.ALLOWED_HOSTS = ["*"]
     assert transport_security_from_settings().enable_dns_rebinding_protection is False
+
+
+def test_the_debug_default_is_served_without_a_warning_and_an_operators_dotted_entry_is_warned_about(
+        settings, caplog):
+    settings.ALLOWED_HOSTS, settings.DEBUG = [], True
+    with caplog.at_level("WARNING", logger="ilab_memory.mcp"):
+        security = transport_security_from_settings()
+    assert "localhost" in security.allowed_hosts and caplog.records == []
+
+    settings.ALLOWED_HOSTS, settings.DEBUG = [".example.com", "api.example.org"], False
+    with caplog.at_level("WARNING", logger="ilab_memory.mcp"):
+        transport_security_from_settings()
+    assert [record.getMessage() for record in caplog.records] == [
+        "MCP endpoint: ALLOWED_HOSTS entry '.example.com' allows 'example.com' but not its subdomains"
+    ]
