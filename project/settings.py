@@ -159,3 +159,11 @@ SPECTACULAR_SETTINGS = {
 # Request bodies above this are refused with 413 by the API (Django's default, 2.5 MB, stated
 # here because imports of a large history are the one request that approaches it).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
+# Requests that act for another user_id (a service account naming one) are logged here.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"ilab_memory.access": {"handlers": ["console"], "level": "INFO"}},
+}

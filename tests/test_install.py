@@ -12,6 +12,7 @@ import http.cookiejar
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -63,8 +64,9 @@ def guide_command(text: str, pattern: str) -> str:
 
 
 def manage_args(line: str) -> list[str]:
-    """``python manage.py migrate`` (or a cron line that runs it) → ``["migrate"]``."""
-    return line.split("manage.py", 1)[1].split("#")[0].split()
+    """``python manage.py migrate`` (or a cron line that runs it) → ``["migrate"]``, as a shell
+    reads it (quotes, a trailing comment)."""
+    return shlex.split(line.split("manage.py", 1)[1], comments=True)
 
 
 # -- building, installing, serving -------------------------------------------------------
@@ -165,14 +167,22 @@ def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
     sweep = manage(*manage_args(guide_command(guide, r"manage\.py ilab_memory_close_expired")))
     assert (sweep.stdout, sweep.stderr) == ("", "")  # what cron would mail: nothing
 
-    make_token = manage_args(guide_command(guide, r"^python manage\.py drf_create_token "))
-    username = make_token[-1]
     assert manage_args(guide_command(guide, r"^python manage\.py createsuperuser$")) == ["createsuperuser"]
-    password = uuid.uuid4().hex
+    username, password = "operator", uuid.uuid4().hex
     subprocess.run([python, "manage.py", "createsuperuser", "--noinput"], cwd=site, check=True, capture_output=True,
                    env={**database_env, "DJANGO_SUPERUSER_USERNAME": username,
                         "DJANGO_SUPERUSER_PASSWORD": password, "DJANGO_SUPERUSER_EMAIL": ""})
+    # The agent's plain account and its token, as the guide makes them.
+    manage(*manage_args(guide_command(guide, r"^python manage\.py shell -c ")))
+    make_token = manage_args(guide_command(guide, r"^python manage\.py drf_create_token "))
     token = re.search(r"Generated token (\w+)", manage(*make_token).stdout).group(1)
+
+    # The stdio MCP server's console script, from a folder of the agent's own.
+    agent_folder = tmp_path / "agent"
+    agent_folder.mkdir()
+    script = subprocess.run([str(env_dir / "bin" / "ilab-memory-mcp"), "--help"], cwd=agent_folder,
+                            capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "--db" in script.stdout and "--user" in script.stdout
 
     port = free_port()
     server = subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=site,
@@ -199,6 +209,9 @@ def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
         assert status == 200 and [r["id"] for r in found] == [saved["observation"]["id"]]
         status, error = browser.api("POST", "/api/memory/observations", token, {"title": "t", "content": "c"})
         assert status == 404 and error["code"] == "not_found"
+        # Least privilege: the agent's token reads its own memory only.
+        status, refused = browser.api("GET", "/api/memory/context/?user_id=someone-else", token)
+        assert status == 403 and refused["code"] == "act_for_any_user_required"
 
         # The admin, with a login.
         status, _, page = browser.request("/admin/login/")

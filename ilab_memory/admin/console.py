@@ -95,6 +95,7 @@ def overview_view(model_admin, request):
         hybrid=config.EMBEDDER is not None,
         sessions_url=admin_url(model_admin, Session, "changelist"),
         can_close_expired=model_admin.has_change_permission(request),
+        service_accounts=admin_selectors.service_accounts(),
     )
     return TemplateResponse(request, "admin/ilab_memory/overview.html", context)
 

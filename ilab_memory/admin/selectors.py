@@ -141,3 +141,20 @@ def user_rows_for_audit(*, user_id: str) -> tuple[list, list]:
     sessions = [(s.pk, str(s)) for s in Session.objects.for_user(user_id).only("id", "user_id", "started_at", "status")]
     observations = list(Observation.objects.for_user(user_id).order_by().values_list("pk", flat=True))
     return sessions, observations
+
+
+def service_accounts(*, limit: int = 20) -> list[str]:
+    """The active accounts granted ``ilab_memory.act_for_any_user`` (directly or through a
+    group): the ones whose tokens may act for any user_id. Superusers are among them only when
+    granted it on purpose (``api.identity.may_act_for_any_user``)."""
+    from django.apps import apps
+    from django.contrib.auth import get_user_model
+
+    if not apps.is_installed("django.contrib.auth"):
+        return []
+    from django.contrib.auth.models import Permission
+
+    User = get_user_model()
+    grant = Permission.objects.filter(content_type__app_label="ilab_memory", codename="act_for_any_user")
+    accounts = User.objects.filter(Q(user_permissions__in=grant) | Q(groups__permissions__in=grant), is_active=True)
+    return list(accounts.distinct().order_by(User.USERNAME_FIELD).values_list(User.USERNAME_FIELD, flat=True)[:limit])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import PermissionDenied
@@ -10,6 +12,28 @@ from ..conf import get_config
 from ..validation import clean_user_id
 
 ACT_FOR_ANY_USER = "ilab_memory.act_for_any_user"
+
+# Every request that acts for another user_id is logged here (INFO): who, for whom, what.
+access_logger = logging.getLogger("ilab_memory.access")
+
+
+def may_act_for_any_user(user) -> bool:
+    """Whether ``user`` was granted ``ilab_memory.act_for_any_user`` on purpose (directly or
+    through a group, as any permission, custom backends included).
+
+    A superuser holds every permission implicitly; that is not enough here. An agent's token
+    that leaked would read every user's memory, so an account acts for others only when the
+    permission was given to it, superuser or not.
+    """
+    if not user.is_active or not user.has_perm(ACT_FOR_ANY_USER):
+        return False
+    if not user.is_superuser:
+        return True
+    from django.contrib.auth.models import Permission
+
+    app_label, codename = ACT_FOR_ANY_USER.split(".")
+    granted = Permission.objects.filter(content_type__app_label=app_label, codename=codename)
+    return granted.filter(user=user).exists() or granted.filter(group__user=user).exists()
 
 
 def user_id_from_request(request) -> str:
@@ -39,7 +63,11 @@ def acting_user_id(request, requested=NOT_NAMED) -> str:
     own = clean_user_id(resolve_user_id(request), limit=limit)
     if requested is NOT_NAMED or (requested := clean_user_id(requested, limit=limit)) == own:
         return own
-    if request.user.has_perm(ACT_FOR_ANY_USER):
+    if may_act_for_any_user(request.user):
+        access_logger.info(
+            "account %r (pk %s) acted for user_id %r: %s %s", request.user.get_username(), request.user.pk,
+            requested, getattr(request, "method", ""), getattr(request, "path", ""),
+        )
         return requested
     raise PermissionDenied(
         _("Only accounts allowed to act for any user may name another user_id."),

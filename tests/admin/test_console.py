@@ -71,6 +71,24 @@ def test_overview_counts_sessions_per_day_by_kind_types_users_expired_and_backlo
     assert user_url("ann") in body  # the busiest users link to their pages
 
 
+def test_overview_names_the_service_accounts_granted_on_purpose(admin_client, django_user_model, db):
+    """The accounts whose tokens may act for any user_id, directly or through a group; the
+    operator (a superuser) is not one of them without the grant."""
+    from django.contrib.auth.models import Group, Permission
+
+    grant = Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory")
+    direct = django_user_model.objects.create_user("agent-backend")
+    direct.user_permissions.add(grant)
+    group = Group.objects.create(name="memory backends")
+    group.permissions.add(grant)
+    django_user_model.objects.create_user("support-bot").groups.add(group)
+    django_user_model.objects.create_user("retired-bot", is_active=False).user_permissions.add(grant)
+    django_user_model.objects.create_user("plain-agent")
+    response = admin_client.get(OVERVIEW)
+    assert response.context["service_accounts"] == ["agent-backend", "support-bot"]
+    assert '<li><code>agent-backend</code></li><li><code>support-bot</code></li>' in response.content.decode()
+
+
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="reads SQLite's query plans")
 def test_overview_reads_every_table_through_an_index(db):
     """No step of the overview's plan walks a whole table (SQLite: a SCAN without an index)."""

@@ -166,3 +166,50 @@ def test_forget_by_an_agent_erases_only_the_named_user(as_agent, bob, alice, wor
     assert response.status_code == 200
     assert not Observation.objects.filter(user_id=uid(bob)).exists()
     assert Observation.objects.filter(user_id=uid(alice)).count() == 1
+
+
+@pytest.fixture
+def as_superuser(db):
+    from django.contrib.auth.models import User
+
+    from tests.api.conftest import client_for
+
+    return client_for(User.objects.create_superuser("root-operator", password="x"))
+
+
+@pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_a_superuser_without_the_grant_may_not_act_for_another_user(as_superuser, bob, world, method, path, body):
+    """Holding every permission implicitly is not the grant: a superuser's leaked token must not
+    read every user's memory."""
+    before = snapshot()
+    response = call(
+        as_superuser, method, path, body, obs=world["bob"]["obs"], session=world["bob"]["session"], user=uid(bob),
+        **name_other_user(method, path, body, uid(bob)),
+    )
+    assert response.status_code == 403 and response.json()["code"] == "act_for_any_user_required"
+    assert snapshot() == before
+
+
+def test_a_superuser_granted_the_permission_on_purpose_acts_for_another_user(bob, world):
+    from django.contrib.auth.models import Group, Permission, User
+
+    from tests.api.conftest import client_for
+
+    service = User.objects.create_superuser("service-root", password="x")
+    group = Group.objects.create(name="memory backends")
+    group.permissions.add(Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory"))
+    service.groups.add(group)
+    response = client_for(User.objects.get(pk=service.pk)).get(API + "context/", {"user_id": uid(bob)})
+    assert response.status_code == 200 and [m["title"] for m in response.json()] == ["bob v2"]
+
+
+def test_each_request_acting_for_another_user_is_logged(as_agent, agent, bob, world, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="ilab_memory.access")
+    as_agent.get(API + "context/", {"user_id": uid(bob)})
+    as_agent.get(API + "context/")  # its own memory: nothing to log
+    [record] = [r for r in caplog.records if r.name == "ilab_memory.access"]
+    assert record.getMessage() == (
+        f"account 'agent-backend' (pk {agent.pk}) acted for user_id '{uid(bob)}': GET /api/memory/context/"
+    )
