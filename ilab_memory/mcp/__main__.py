@@ -1,14 +1,25 @@
-"""``python -m ilab_memory.mcp --db ./mem.db --user alice``: the embedded memory as an MCP stdio server."""
+"""``ilab-memory-mcp --db ./mem.db --user alice`` (or ``python -m ilab_memory.mcp …``): the
+embedded memory as an MCP stdio server."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+
+def invoked_as() -> str:
+    """The command as the user typed it: the console script's name, or ``python -m ilab_memory.mcp``
+    (under ``-m`` argv[0] is this file's path, which names nothing one could type)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not name or name in ("__main__.py", "-m", "-c"):
+        return "python -m ilab_memory.mcp"
+    return name
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ilab_memory.mcp",
+        prog=invoked_as(),
         description="Serve one user's ilab_memory (a SQLite file) to an agent over MCP stdio.",
     )
     parser.add_argument("--db", required=True, help="the SQLite memory file (created and migrated if new)")
@@ -29,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
             memory = ILabMemory.from_path(args.db)
     except IlabMemoryError as error:
-        print(f"ilab_memory.mcp: {error}", file=sys.stderr)
+        print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
     stdio.serve(memory, user_id)
     return 0

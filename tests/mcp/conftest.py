@@ -195,8 +195,9 @@ class McpClient:
 
 
 @contextlib.contextmanager
-def mcp_client(url: str, token: str | None = None, *, mode: str = "legacy"):
-    """A connected SDK client over Streamable HTTP; ``token`` is sent as ``Authorization: Bearer``."""
+def mcp_client(url: str, token: str | None = None, *, mode: str = "legacy", headers: dict[str, str] | None = None):
+    """A connected SDK client over Streamable HTTP; ``token`` is sent as ``Authorization: Bearer``
+    (or ``headers`` as given)."""
     from anyio.from_thread import start_blocking_portal
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -204,8 +205,8 @@ def mcp_client(url: str, token: str | None = None, *, mode: str = "legacy"):
 
     @contextlib.asynccontextmanager
     async def connected():
-        headers = {"Authorization": f"Bearer {token}"} if token else None
-        async with create_mcp_http_client(headers=headers) as http:
+        sent = headers if headers is not None else {"Authorization": f"Bearer {token}"} if token else None
+        async with create_mcp_http_client(headers=sent) as http:
             async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
                 yield client
 

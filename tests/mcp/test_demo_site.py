@@ -1,7 +1,11 @@
 """``python3 -m project demo`` on a fresh SQLite file: uvicorn serving project.asgi:application,
-the admin with its static files, the API's docs page, and the MCP endpoint at /mcp/."""
+the admin with its static files, the API's docs page, and the MCP endpoint at /mcp/; and
+docs/mcp.md against it, read from the page: its token command makes a plain account's token,
+with which every HTTP configuration and the Python example connect, and another user's memory
+is refused."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +15,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.mcp.conftest import free_port
+from tests.mcp import page
+from tests.mcp.conftest import free_port, mcp_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,8 +50,37 @@ def test_the_demo_serves_the_site_and_mcp(tmp_path):
         # business, against this same ASGI application.
         mcp = httpx2.post(base + "/mcp/", json={}, timeout=10)
         assert mcp.status_code == 401 and mcp.headers["www-authenticate"] == "Bearer"
+        the_pages_configurations_connect(base, env, tmp_path)
     finally:
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=30)
         log.close()
     assert "Traceback" not in (tmp_path / "demo.log").read_text()
+
+
+PAGE_URL = "http://127.0.0.1:8000/mcp/"
+
+
+def the_pages_configurations_connect(base: str, env: dict[str, str], tmp_path: Path) -> None:
+    assert "drf_create_token operator" not in page.text()  # an agent never gets the operator's token
+    argv = page.token_command()
+    assert argv[-1] == "agent", argv
+    made = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True)
+    token = re.search(r"Generated token (\w+) for user agent", made.stdout).group(1)
+
+    configurations = page.http_configurations(token)
+    assert set(configurations) == {"Claude Code", "Codex", "Cursor", "VS Code"}
+    for client, (url, headers) in configurations.items():
+        assert url == PAGE_URL, client
+        with mcp_client(url.replace("http://127.0.0.1:8000", base), headers=headers) as agent:
+            started = agent.ok("mem_session_start")
+            assert started["session_id"], client
+            # A plain account: its own memory, nobody else's.
+            assert agent.error("mem_stats", user_id="alice")["code"] == "act_for_any_user_required", client
+
+    example = tmp_path / "example.py"
+    example.write_text(page.python_example(page.HTTP).replace("http://127.0.0.1:8000", base))
+    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env={**env, page.TOKEN_VARIABLE: token},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.match(r"(NEW|CONTINUING) session ", done.stdout) and done.stdout.splitlines()[-1] == "Prefers tabs"
