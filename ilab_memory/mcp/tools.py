@@ -322,7 +322,8 @@ def _found_by(result: dict[str, Any]) -> str:
     return "all" if breakdown.get("all_terms") else "some"
 
 
-FOUND_BY = {"all": "holding every term", "some": "holding some of the terms", "meaning": "close in meaning only"}
+FOUND_BY = {"all": "holding every term", "some": "holding some of the terms",
+            "meaning": "close in meaning only"}
 
 
 def _search(memory, user_id, args):
@@ -356,8 +357,9 @@ def _seen(n: int) -> str:
 def _record_text(record: dict[str, Any]) -> str:
     topic = f" — topic {record['topic_key']}" if record["topic_key"] else ""
     return (f"[{record['type']}] {record['title']}\n"
-            f"id {record['id']} — session {record['session_id']}{topic} — revision {record['revision_count']} — "
-            f"{_seen(record['duplicate_count'])} — updated {_when(record['updated_at'])}\n\n{record['content']}")
+            f"id {record['id']} — session {record['session_id']}{topic} — "
+            f"revision {record['revision_count']} — {_seen(record['duplicate_count'])} — "
+            f"updated {_when(record['updated_at'])}\n\n{record['content']}")
 
 
 def _get(memory, user_id, args):
@@ -368,7 +370,8 @@ def _get(memory, user_id, args):
 def _update(memory, user_id, args):
     fields = {k: v for k, v in args.items() if k not in ("observation_id", "user_id")}
     data = encode(memory.mem_update(user_id, args["observation_id"], **fields))
-    head = f"Updated (revision {data['revision_count']}; the previous version is kept).{_redaction_note(_private_blocks(fields))}"
+    head = (f"Updated (revision {data['revision_count']}; the previous version is kept)."
+            + _redaction_note(_private_blocks(fields)))
     return data, head + "\n" + _record_text(data)
 
 

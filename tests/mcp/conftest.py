@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,7 +197,8 @@ class McpClient:
 
 
 @contextlib.contextmanager
-def mcp_client(url: str, token: str | None = None, *, mode: str = "legacy", headers: dict[str, str] | None = None):
+def mcp_client(url: str, token: str | None = None, *, mode: str = "legacy",
+               headers: dict[str, str] | None = None):
     """A connected SDK client over Streamable HTTP; ``token`` is sent as ``Authorization: Bearer``
     (or ``headers`` as given)."""
     from anyio.from_thread import start_blocking_portal
@@ -255,4 +258,15 @@ def snapshot() -> tuple:
         sorted(map(repr, Session.objects.values_list())),
         sorted(map(repr, Observation.objects.values_list())),
         sorted(map(repr, ObservationRevision.objects.values_list())),
+    )
+
+
+def assert_matches_snapshot(served, path: Path, what: str) -> None:
+    """``served`` equals the JSON in ``path``; with ILAB_MEMORY_UPDATE_MCP_SNAPSHOT set, ``path``
+    is rewritten first, and its diff is reviewed like code (agents read what it holds)."""
+    if os.environ.get("ILAB_MEMORY_UPDATE_MCP_SNAPSHOT"):
+        path.write_text(json.dumps(served, indent=2, ensure_ascii=False) + "\n")
+    assert served == json.loads(path.read_text()), (
+        f"{what} changed. If that is on purpose, regenerate {path.name} with "
+        "ILAB_MEMORY_UPDATE_MCP_SNAPSHOT=1 and review its diff."
     )

@@ -16,7 +16,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "mcp.md"
-HTTP, STDIO, DEMO = "### Over HTTP (a site)", "### Over stdio (embedded, one user)", "## Try it on the demo site"
+HTTP = "### Over HTTP (a site)"
+STDIO = "### Over stdio (embedded, one user)"
+DEMO = "## Try it on the demo site"
 TOKEN_VARIABLE = "ILAB_MEMORY_TOKEN"
 # The page's placeholders for where the reader's venv and memory file are.
 VENV_BIN, MEMORY_FOLDER = "/path/to/ilab_memory/.venv/bin/", "/home/alice/.memory/"
@@ -38,15 +40,16 @@ def section(heading: str) -> str:
 
 def block(heading: str, language: str, marker: str) -> str:
     """The one ``language`` block of the section under ``heading`` that holds ``marker``."""
-    found = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", section(heading), re.MULTILINE | re.DOTALL)
-             if lang == language and marker in body]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", section(heading), re.MULTILINE | re.DOTALL)
+    found = [body for lang, body in blocks if lang == language and marker in body]
     assert len(found) == 1, (heading, language, marker, len(found))
     return found[0]
 
 
 def token_command() -> list[str]:
     """The demo section's command that makes an agent's token, as argv (from the repository root)."""
-    lines = [line for line in block(DEMO, "sh", "drf_create_token").splitlines() if "drf_create_token" in line]
+    body = block(DEMO, "sh", "drf_create_token")
+    lines = [line for line in body.splitlines() if "drf_create_token" in line]
     assert len(lines) == 1, lines
     return shlex.split(lines[0], comments=True)
 
@@ -79,7 +82,8 @@ def http_configurations(token: str) -> dict[str, tuple[str, dict[str, str]]]:
     configurations["Claude Code"] = (url, headers)
 
     codex = tomllib.loads(block(HTTP, "toml", "bearer_token_env_var"))["mcp_servers"]["ilab_memory"]
-    configurations["Codex"] = (codex["url"], {"Authorization": f"Bearer {env[codex['bearer_token_env_var']]}"})
+    bearer = env[codex["bearer_token_env_var"]]
+    configurations["Codex"] = (codex["url"], {"Authorization": f"Bearer {bearer}"})
 
     cursor = json.loads(block(HTTP, "json", "mcpServers"))["mcpServers"]["ilab-memory"]
     configurations["Cursor"] = (cursor["url"], {k: _expand(v, env) for k, v in cursor["headers"].items()})

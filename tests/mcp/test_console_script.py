@@ -78,8 +78,8 @@ def test_the_pages_python_stdio_example_runs_from_a_folder_of_its_own(tmp_path):
     example = tmp_path / "example.py"
     example.write_text(page.python_example(page.STDIO))
     env = {**agent_environment(), "PATH": f"{SCRIPT.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("Saved a new memory: [manual] Editor — id ")
     assert done.stdout.splitlines()[-1] == "Editor"

@@ -80,7 +80,8 @@ def the_pages_configurations_connect(base: str, env: dict[str, str], tmp_path: P
 
     example = tmp_path / "example.py"
     example.write_text(page.python_example(page.HTTP).replace("http://127.0.0.1:8000", base))
-    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env={**env, page.TOKEN_VARIABLE: token},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True,
+                          env={**env, page.TOKEN_VARIABLE: token}, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert re.match(r"(NEW|CONTINUING) session ", done.stdout) and done.stdout.splitlines()[-1] == "Prefers tabs"
+    assert re.match(r"(NEW|CONTINUING) session ", done.stdout)
+    assert done.stdout.splitlines()[-1] == "Prefers tabs"

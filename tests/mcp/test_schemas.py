@@ -8,8 +8,6 @@ A change to a tool's name, description, annotations, input or output schema fail
 and the diff of ``tests/mcp/tools.snapshot.json`` is reviewed like code (agents read it).
 """
 
-import json
-import os
 from pathlib import Path
 
 from django.test import override_settings
@@ -17,7 +15,7 @@ from jsonschema.validators import Draft202012Validator
 
 from ilab_memory.conf import get_config
 from ilab_memory.mcp import tools
-from tests.mcp.conftest import mcp_client
+from tests.mcp.conftest import assert_matches_snapshot, mcp_client
 
 SNAPSHOT = Path(__file__).with_name("tools.snapshot.json")
 
@@ -32,13 +30,7 @@ def listing(client) -> dict:
 def test_tool_listing_matches_the_snapshot(mcp_url, alice):
     with mcp_client(mcp_url, alice.token) as client:
         served = listing(client)
-    if os.environ.get("ILAB_MEMORY_UPDATE_MCP_SNAPSHOT"):
-        SNAPSHOT.write_text(json.dumps(served, indent=2, ensure_ascii=False) + "\n")
-    expected = json.loads(SNAPSHOT.read_text())
-    assert served == expected, (
-        "The MCP tool listing changed. If that is on purpose, regenerate the snapshot with "
-        "ILAB_MEMORY_UPDATE_MCP_SNAPSHOT=1 and review its diff."
-    )
+    assert_matches_snapshot(served, SNAPSHOT, "The MCP tool listing")
 
 
 def test_every_schema_is_valid_json_schema():
