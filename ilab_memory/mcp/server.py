@@ -4,8 +4,9 @@ Built on the SDK's low-level ``Server``: the tools are listed with hand-made inp
 limits of the settings) and the output schemas of ``ilab_memory.encoding``, and each call
 returns a ``CallToolResult`` with structured content in the API's JSON shape plus a short text.
 Every failure of a call is a tool error (``isError``) whose structured content is the API's
-error body (``encoding.error``: ``detail``, ``code``, field ``errors``, ``limit``, ``size``);
-nothing escapes as a protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
+error body for the same input (``encoding.error``: ``detail``, ``code``, field ``errors``,
+``limit``, ``size``; or the API's 400 for arguments only this face checks); nothing escapes as a
+protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
 
 Who calls is a *principal* the transport supplies per request (``principal_for(ctx)``): the
 HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id.

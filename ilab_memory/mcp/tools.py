@@ -3,10 +3,13 @@
 Each tool is named after the ``ILabMemory`` method it calls and takes that method's parameters.
 Input schemas carry the limits of the ``ILAB_MEMORY`` settings and the counts' bounds of
 ``validation``; the facade and the services below it remain the judge of values: text lengths,
-blank values, type slugs, metadata size (after ``<private>`` redaction, exactly as over the HTTP
-API) and counts. ``check_arguments`` enforces what only this face can (required and unknown
-arguments, JSON types) with messages that never echo a value. Results are encoded by
-``ilab_memory.encoding``, in the HTTP API's shapes, and described by its schemas.
+blank values, JSON types of values, type slugs, metadata size (after ``<private>`` redaction,
+exactly as over the HTTP API) and count bounds. ``check_arguments`` enforces what only this face
+can, as the API's views do and in their words (required and unknown arguments, counts that are
+integers, flags that are booleans), never echoing a value. Results are encoded by
+``ilab_memory.encoding``, in the HTTP API's shapes, and described by its schemas. The texts say
+what happened to this call: how each search result was found, how many private blocks this
+request held.
 """
 
 from __future__ import annotations
