@@ -50,7 +50,8 @@ def notes(runs: list[dict]) -> list[str]:
             elif r["group"] == "backlog":
                 out.append(f"- {engine}: {r['memories']} saves in a row (p50 {ms(r['save']['p50'])} ms), "
                            f"then {r['n']} searches while the queue drained in {r['drained_seconds']:.0f} s: "
-                           f"p50 {ms(r['p50'])} / p95 {ms(r['p95'])} ms ({r['left']} left waiting)")
+                           f"p50 {ms(r['p50'])} / p95 {ms(r['p95'])} / p99 {ms(r['p99'])} ms "
+                           f"({r['left']} left waiting)")
     return out
 
 
