@@ -27,6 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     args = parser.parse_args(argv)
 
+    from ..extras import MissingExtra, require
+
+    try:
+        require("mcp")
+    except MissingExtra as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 2
     from ..conf import DEFAULTS
     from ..exceptions import IlabMemoryError
     from . import stdio

@@ -84,3 +84,14 @@ def test_the_pages_python_stdio_example_runs_from_a_folder_of_its_own(tmp_path):
     assert done.stdout.startswith("Saved a new memory: [manual] Editor — id ")
     assert done.stdout.splitlines()[-1] == "Editor"
     assert (tmp_path / "mem.db").exists()
+
+
+def test_without_the_mcp_extra_the_server_names_the_extra(tmp_path):
+    from tests.test_commands import run_without
+
+    done = run_without(["mcp", "anyio"], "import sys\nfrom ilab_memory.mcp.__main__ import main\n"
+                       f"sys.argv = ['ilab-memory-mcp']\nsys.exit(main(['--db', {str(tmp_path / 'mem.db')!r}, "
+                       "'--user', 'alice']))")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == ("ilab-memory-mcp: this needs the 'mcp' extra (mcp, anyio not installed): "
+                           "pip install 'ilab-memory[mcp]'\n")
