@@ -73,7 +73,7 @@ def context_memories(
 ) -> list[ObservationCompact]:
     """The user's live observations ranked by ContextScore over the newest candidates."""
     config = config or get_config()
-    user_id, limit = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS), CONTEXT_LIMIT.clean(limit, config)
+    user_id, limit = _user(user_id, config), CONTEXT_LIMIT.clean(limit, config)
     ranked = sql.ranked_context(
         user_id, now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS, head_chars=config.PREVIEW_CHARS + 1,
         candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
@@ -149,7 +149,8 @@ def sessions_list(
     config: Config | None = None, using: str = "default",
 ) -> list[SessionRecord]:
     """The user's sessions, newest started first."""
-    limit = SESSIONS_LIMIT.clean(limit, config or get_config())
+    config = config or get_config()
+    limit = SESSIONS_LIMIT.clean(limit, config)
     sessions = Session.objects.using(using).for_user(_user(user_id, config)).order_by("-started_at", "-id")
     if status is not None:
         sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
@@ -160,7 +161,7 @@ def sessions_list(
 
 def stats(*, user_id: str, config: Config | None = None, using: str = "default") -> MemoryStats:
     config = config or get_config()
-    user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    user_id = _user(user_id, config)
     session_counts = Session.objects.using(using).for_user(user_id).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),

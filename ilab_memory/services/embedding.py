@@ -88,7 +88,7 @@ class Runner(NamedTuple):
     using=)``, if any, after a search embedded its share (``claimed``: the rows it claimed;
     ``more_waiting``: it stopped before the user's queue was empty; ``deadline``: the
     ``time.monotonic()`` its time ends at, or None); ``busy(using)``, if any: whether it is
-    embedding in this process now (a search then embeds nothing itself)."""
+    embedding in this process now (a search then leaves a backlog larger than its budget to it)."""
 
     after_commit: Callable[..., None]
     after_search: Callable[..., None] | None = None
