@@ -282,3 +282,14 @@ def test_the_readme_first_script_prints_what_its_comments_say(tmp_path):
     title, value = lines[6].rsplit(" ", 1)  # found by meaning, its value on the absolute scale
     assert title == "Prefers 'Ali'" and 0 < float(value) < 1
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", lines[7]) and lines[8] == "False"
+
+
+def test_the_file_the_readme_script_creates_is_ignored_by_git():
+    """``./mem.db`` (and SQLite's -wal/-shm beside it) never shows up as a change to commit."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for name in ("mem.db", "mem.db-wal", "mem.db-shm"):
+        assert subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT).returncode == 0, name
