@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .exceptions import ConfigurationError
+from .scopes import SCOPE_COLUMN_CHARS, SCOPE_PATTERN
 from .validation import CONTEXT_LIMIT
 
 DEFAULTS: dict[str, Any] = {
@@ -35,6 +36,8 @@ DEFAULTS: dict[str, Any] = {
         "manual": 1.0,
     },
     "DEDUPE_WINDOW_MINUTES": 15,
+    # Scopes (SPEC §14): the slugs a call may name besides the shared space ""; None = any slug.
+    "SCOPES": None,
     "PREVIEW_CHARS": 300,
     # Limits (characters unless named bytes)
     "MAX_USER_ID_CHARS": 255,
@@ -42,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_CHARS": 50_000,
     "MAX_SUMMARY_CHARS": 20_000,
     "MAX_TOPIC_KEY_CHARS": 120,
+    "MAX_SCOPE_CHARS": 64,
     "MAX_METADATA_BYTES": 16 * 1024,
     "MAX_METADATA_DEPTH": 20,
     "MAX_QUERY_CHARS": 500,
@@ -81,6 +85,7 @@ POSITIVE_INT_KEYS = (
     "MAX_CONTENT_CHARS",
     "MAX_SUMMARY_CHARS",
     "MAX_TOPIC_KEY_CHARS",
+    "MAX_SCOPE_CHARS",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_QUERY_CHARS",
@@ -147,6 +152,15 @@ def validate_values(values: dict[str, Any]) -> list[str]:
             problems.append(f"{key} must be an integer >= 0")
     if _is_int(values.get("MAX_USER_ID_CHARS")) and values["MAX_USER_ID_CHARS"] > USER_ID_COLUMN_CHARS:
         problems.append(f"MAX_USER_ID_CHARS cannot exceed {USER_ID_COLUMN_CHARS} (the column size)")
+    if _is_int(values.get("MAX_SCOPE_CHARS")) and values["MAX_SCOPE_CHARS"] > SCOPE_COLUMN_CHARS:
+        problems.append(f"MAX_SCOPE_CHARS cannot exceed {SCOPE_COLUMN_CHARS} (the column size)")
+    scopes = values.get("SCOPES")
+    if scopes is not None and (isinstance(scopes, str) or not all(
+        isinstance(scope, str) and SCOPE_PATTERN.fullmatch(scope) and len(scope) <= SCOPE_COLUMN_CHARS
+        for scope in scopes
+    )):
+        problems.append("SCOPES must be None or a list of slugs matching [a-z0-9][a-z0-9_.-]* "
+                        f"of at most {SCOPE_COLUMN_CHARS} characters")
     weights = values.get("TYPE_WEIGHTS")
     if not isinstance(weights, dict) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0

@@ -32,6 +32,8 @@ DESCRIPTIONS = {
     "breakdown": "The signals that produced the value.",
     "hard": "true: the row, its history and index entry were erased.",
     "observations": "Live observations.",
+    "observations_by_scope": "Live observations per scope (\"\" is the shared space).",
+    "scope": "A slug below the user (an agent's or a project's); \"\" is the user's shared space.",
     "waiting_for_vector": "Live observations not yet embedded by the current model (found by their words).",
 }
 UUID_FIELDS = frozenset({"id", "session_id"})

@@ -260,13 +260,18 @@ class ILabMemory:
         return user_forget(user_id=user_id, **self._kwargs())
 
 
+# What a migration says when another process applied it first: it created what this one
+# creates, or removed what this one removes (a constraint replaced by one of the same name).
+LOST_RACE = ("already exists", "no such index")
+
+
 def _migrate() -> None:
     from django.core.management import call_command
     from django.db import OperationalError
     from django.db.migrations.exceptions import MigrationSchemaMissing
 
     # Processes opening a new file at once race to create the tables. Each migration is its own
-    # transaction, so a loser finds the winner's migration complete ("already exists") and
+    # transaction, so a loser finds the winner's migration complete (``LOST_RACE``) and
     # migrating again goes on from there; the winner may still be applying the next one, so
     # the loser may lose again, once per migration at most. It retries for as long as SQLite's
     # busy timeout would wait for a lock.
@@ -276,6 +281,6 @@ def _migrate() -> None:
             call_command("migrate", verbosity=0, interactive=False)
             return
         except (OperationalError, MigrationSchemaMissing) as error:
-            if "already exists" not in str(error) or time.monotonic() > deadline:
+            if not any(sign in str(error) for sign in LOST_RACE) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

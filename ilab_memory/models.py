@@ -10,6 +10,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from .scopes import SCOPE_COLUMN_CHARS, SHARED
+
+
+def scope_field():
+    """A row's scope (SPEC §14): a slug below the user; "" is the user's shared space."""
+    return models.CharField(_("scope"), max_length=SCOPE_COLUMN_CHARS, default=SHARED, blank=True)
+
 
 class SessionStatus(models.TextChoices):
     ACTIVE = "active", _("active")
@@ -50,10 +57,12 @@ def live_observation_count() -> models.Subquery:
 
 
 class Session(models.Model):
-    """A logical unit of work for one user_id; at most one is active per user (database rule)."""
+    """A logical unit of work for one user_id in one scope; at most one is active per (user,
+    scope) (database rule)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user_id = models.CharField(_("user id"), max_length=255)
+    scope = scope_field()
     status = models.CharField(
         _("status"), max_length=10, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
     )
@@ -72,9 +81,10 @@ class Session(models.Model):
         ordering = ["-started_at"]
         permissions = [("act_for_any_user", _("Can act for any user_id through the API"))]
         constraints = [
-            # Also the index behind "the active session of this user".
+            # Also the index behind "the active session of this user in this scope". The name is
+            # the one it had before scopes (per user), kept for the tools that look it up.
             models.UniqueConstraint(
-                fields=["user_id"],
+                fields=["user_id", "scope"],
                 condition=Q(status=SessionStatus.ACTIVE),
                 name="ilab_memory_one_active_session_per_user",
             ),
@@ -107,7 +117,8 @@ class Session(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.user_id} · {self.started_at:%Y-%m-%d %H:%M} · {self.status}"
+        scope = f" · {self.scope}" if self.scope else ""
+        return f"{self.user_id}{scope} · {self.started_at:%Y-%m-%d %H:%M} · {self.status}"
 
     @property
     def is_active(self) -> bool:
@@ -134,10 +145,12 @@ class ObservationQuerySet(models.QuerySet):
 
 
 class Observation(models.Model):
-    """One typed memory; ``session`` is the session that last wrote it (Braess #4)."""
+    """One typed memory in one scope; ``session`` is the session that last wrote it (Braess #4),
+    always one of the same scope."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user_id = models.CharField(_("user id"), max_length=255)
+    scope = scope_field()
     # No index of its own: ilab_mem_obs_session_created leads with session_id and serves the
     # foreign key's lookups; a second one would only cost every write.
     session = models.ForeignKey(
@@ -165,9 +178,9 @@ class Observation(models.Model):
         verbose_name_plural = _("observations")
         ordering = ["-updated_at"]
         constraints = [
-            # One live observation per topic per user: the topic upsert lookup, and the rule.
+            # One live observation per topic per (user, scope): the topic upsert lookup, and the rule.
             models.UniqueConstraint(
-                fields=["user_id", "topic_key"],
+                fields=["user_id", "scope", "topic_key"],
                 condition=Q(deleted_at__isnull=True, topic_key__isnull=False),
                 name="ilab_memory_one_live_topic_per_user",
             ),
@@ -181,9 +194,9 @@ class Observation(models.Model):
                 condition=Q(deleted_at__isnull=True),
                 name="ilab_mem_obs_user_updated",
             ),
-            # Dedupe: same user, same hash, recent.
+            # Dedupe: same user, same scope, same hash, recent.
             models.Index(
-                fields=["user_id", "dedupe_hash", "-created_at"],
+                fields=["user_id", "scope", "dedupe_hash", "-created_at"],
                 condition=Q(deleted_at__isnull=True),
                 name="ilab_mem_obs_dedupe",
             ),
@@ -254,6 +267,9 @@ class ObservationVector(models.Model):
         Observation, on_delete=models.CASCADE, related_name="vector", verbose_name=_("observation")
     )
     user_id = models.CharField(_("user id"), max_length=255)
+    # The observation's, copied (it never changes) so a search by meaning keeps to its scopes
+    # before it ranks, as it keeps to its user.
+    scope = scope_field()
     model_id = models.CharField(_("model"), max_length=200, null=True, blank=True)
     dimensions = models.PositiveIntegerField(_("dimensions"), null=True, blank=True)
     # float32, little-endian, L2-normalized: dimensions × 4 bytes.

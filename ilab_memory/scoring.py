@@ -57,7 +57,8 @@ SCORE_COLUMNS = f"{RECENCY} AS recency, {REINFORCEMENT} AS reinforcement, {RECEN
 
 
 def context_score(row) -> ContextScore:
-    """The ContextScore of a ranked row (``score``, ``hours``, ``recency``, ``type_weight``, ``reinforcement``)."""
+    """The ContextScore of a ranked row (``score``, ``hours``, ``recency``, ``type_weight``,
+    ``reinforcement``); the breakdown also names the row's scope."""
     return ContextScore(
         value=row.score,
         breakdown={
@@ -65,5 +66,6 @@ def context_score(row) -> ContextScore:
             "recency": row.recency,
             "type_weight": row.type_weight,
             "reinforcement": row.reinforcement,
+            "scope": row.scope,
         },
     )

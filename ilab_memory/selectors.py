@@ -1,7 +1,9 @@
-"""Reads, each scoped by user_id, composed from the queryset methods of ``models``.
+"""Reads, each scoped by user_id and by what its ``scope`` reaches, composed from the queryset
+methods of ``models``.
 
-Each public read cleans its user_id and checks its counts itself (``validation``), as the
-services do for writes, so no face needs to.
+Each public read cleans its user_id, its scope (``scopes.clean_reach``: a scope and the shared
+space, ``"*"``, or a list) and its counts itself (``validation``), as the services do for
+writes, so no face needs to.
 
 The ranked context is the one read in ``sql`` (the database ranks the candidates). Selectors
 never write and never import services.
@@ -20,6 +22,7 @@ from .conf import Config, get_config
 from .exceptions import ObservationNotFound, SessionNotFound
 from .embeddings import configured_embedder
 from .models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
+from .scopes import Reach, clean_reach
 from .types import (
     MemoryStats,
     ObservationCompact,
@@ -41,8 +44,8 @@ from .validation import (
     parse_uuid,
 )
 
-COMPACT_FIELDS = ("id", "type", "title", "topic_key", "session_id", "updated_at")
-SUMMARY_FIELDS = ("id", "started_at", "ended_at", "summary", "is_auto_generated", "observation_count")
+COMPACT_FIELDS = ("id", "scope", "type", "title", "topic_key", "session_id", "updated_at")
+SUMMARY_FIELDS = ("id", "scope", "started_at", "ended_at", "summary", "is_auto_generated", "observation_count")
 _POSITION = IntegerField()
 
 
@@ -59,23 +62,31 @@ def _user(user_id, config: Config | None) -> str:
     return clean_user_id(user_id, limit=(config or get_config()).MAX_USER_ID_CHARS)
 
 
-def recent_sessions(*, user_id: str, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
-    """The user's newest completed sessions (newest ``ended_at`` first) with live observation counts."""
+def reach(scope, config: Config | None) -> Reach:
+    """What a read of ``scope`` sees (``scopes.clean_reach``); a Reach passes as it is."""
+    return scope if isinstance(scope, Reach) else clean_reach(scope, config=config or get_config())
+
+
+def recent_sessions(*, user_id: str, reach: Reach, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
+    """The user's newest completed sessions in ``reach`` (newest ``ended_at`` first) with live
+    observation counts."""
     sessions = (
-        Session.objects.using(using).for_user(user_id).completed().with_observation_count().order_by("-ended_at", "-id")
-        .values_list(*SUMMARY_FIELDS, named=True)
+        Session.objects.using(using).for_user(user_id).completed().filter(**reach.filter())
+        .with_observation_count().order_by("-ended_at", "-id").values_list(*SUMMARY_FIELDS, named=True)
     )
     return [session_summary_compact(session) for session in sessions[: max(0, limit)]]
 
 
 def context_memories(
-    *, user_id: str, limit: int, config: Config | None = None, using: str = "default", now: datetime | None = None
+    *, user_id: str, limit: int, scope="", config: Config | None = None, using: str = "default",
+    now: datetime | None = None,
 ) -> list[ObservationCompact]:
-    """The user's live observations ranked by ContextScore over the newest candidates."""
+    """The user's live observations in what ``scope`` reaches, ranked by ContextScore over the
+    newest candidates (the scope's own first on equal scores)."""
     config = config or get_config()
     user_id, limit = _user(user_id, config), CONTEXT_LIMIT.clean(limit, config)
     ranked = sql.ranked_context(
-        user_id, now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS, head_chars=config.PREVIEW_CHARS + 1,
+        user_id, reach(scope, config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS, head_chars=config.PREVIEW_CHARS + 1,
         candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
     )
     return [
@@ -87,31 +98,36 @@ def session_observation_count(session_id, *, using: str = "default") -> int:
     return Observation.objects.using(using).live().filter(session_id=session_id).count()
 
 
-def observation_get(*, user_id: str, observation_id, config: Config | None = None,
+def observation_get(*, user_id: str, observation_id, scope="", config: Config | None = None,
                     using: str = "default") -> Observation:
-    """The user's live observation; anything else raises ObservationNotFound."""
-    user_id = _user(user_id, config)
+    """The user's live observation in what ``scope`` reaches; anything else raises ObservationNotFound."""
+    user_id, seen = _user(user_id, config), reach(scope, config)
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
-        return Observation.objects.using(using).live_for_user(user_id).get(pk=pk)
+        return Observation.objects.using(using).live_for_user(user_id).filter(**seen.filter()).get(pk=pk)
     except Observation.DoesNotExist:
         raise ObservationNotFound("No such observation.") from None
 
 
-def observation_revisions(*, user_id: str, observation_id, config: Config | None = None, using: str = "default"):
-    observation = observation_get(user_id=user_id, observation_id=observation_id, config=config, using=using)
+def observation_revisions(*, user_id: str, observation_id, scope="", config: Config | None = None,
+                          using: str = "default"):
+    observation = observation_get(user_id=user_id, observation_id=observation_id, scope=scope, config=config,
+                                  using=using)
     revisions = ObservationRevision.objects.using(using).filter(observation=observation).order_by("-revision")
     return [revision_record(r) for r in revisions]
 
 
 def observation_timeline(
-    *, user_id: str, observation_id, before: int = 5, after: int = 5, config: Config | None = None, using: str = "default"
+    *, user_id: str, observation_id, before: int = 5, after: int = 5, scope="", config: Config | None = None,
+    using: str = "default",
 ) -> Timeline:
-    """The live observations of the anchor's session just before and after it, in creation order."""
+    """The live observations of the anchor's session just before and after it, in creation
+    order (a session's observations are all of its scope)."""
     config = config or get_config()
     before, after = TIMELINE_BEFORE.clean(before, config), TIMELINE_AFTER.clean(after, config)
     preview_chars = config.PREVIEW_CHARS
-    anchor = observation_get(user_id=user_id, observation_id=observation_id, config=config, using=using)
+    anchor = observation_get(user_id=user_id, observation_id=observation_id, scope=scope, config=config,
+                             using=using)
     user_id = anchor.user_id
     same_session = with_content_head(
         Observation.objects.using(using).live_for_user(user_id).filter(session_id=anchor.session_id),
@@ -134,11 +150,12 @@ def observation_timeline(
     )
 
 
-def session_get(*, user_id: str, session_id, config: Config | None = None, using: str = "default") -> SessionRecord:
-    user_id = _user(user_id, config)
+def session_get(*, user_id: str, session_id, scope="", config: Config | None = None,
+                using: str = "default") -> SessionRecord:
+    user_id, seen = _user(user_id, config), reach(scope, config)
     pk = parse_uuid(session_id, SessionNotFound)
     try:
-        session = Session.objects.using(using).for_user(user_id).with_observation_count().get(pk=pk)
+        session = Session.objects.using(using).for_user(user_id).filter(**seen.filter()).with_observation_count().get(pk=pk)
     except Session.DoesNotExist:
         raise SessionNotFound("No such session.") from None
     return session_record(session, session.observation_count)
@@ -146,12 +163,14 @@ def session_get(*, user_id: str, session_id, config: Config | None = None, using
 
 def sessions_list(
     *, user_id: str, status: str | None = None, is_auto_generated: bool | None = None, limit: int = 50,
-    config: Config | None = None, using: str = "default",
+    scope="", config: Config | None = None, using: str = "default",
 ) -> list[SessionRecord]:
-    """The user's sessions, newest started first."""
+    """The user's sessions in what ``scope`` reaches, newest started first."""
     config = config or get_config()
     limit = SESSIONS_LIMIT.clean(limit, config)
-    sessions = Session.objects.using(using).for_user(_user(user_id, config)).order_by("-started_at", "-id")
+    seen = reach(scope, config)
+    sessions = (Session.objects.using(using).for_user(_user(user_id, config)).filter(**seen.filter())
+                .order_by("-started_at", "-id"))
     if status is not None:
         sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
     if is_auto_generated is not None:
@@ -159,38 +178,45 @@ def sessions_list(
     return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[:limit]]
 
 
-def stats(*, user_id: str, config: Config | None = None, using: str = "default") -> MemoryStats:
+def stats(*, user_id: str, scope="", config: Config | None = None, using: str = "default") -> MemoryStats:
+    """Counts of the user's rows in what ``scope`` reaches, and its live observations per scope."""
     config = config or get_config()
-    user_id = _user(user_id, config)
-    session_counts = Session.objects.using(using).for_user(user_id).aggregate(
+    user_id, seen = _user(user_id, config), reach(scope, config)
+    session_counts = Session.objects.using(using).for_user(user_id).filter(**seen.filter()).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),
         completed=Count("id", filter=Q(status=SessionStatus.COMPLETED)),
         auto=Count("id", filter=Q(summary__isnull=False, is_auto_generated=True)),
         human=Count("id", filter=Q(summary__isnull=False, is_auto_generated=False)),
     )
-    observations = Observation.objects.using(using).for_user(user_id)
+    observations = Observation.objects.using(using).for_user(user_id).filter(**seen.filter())
     # Two counts, each through its partial index (one aggregate over both would read every row).
-    observation_counts = {"live": observations.live().count(), "deleted": observations.deleted().count()}
-    by_type = {
-        row["type"]: row["n"]
-        for row in observations.live().values("type").annotate(n=Count("id")).order_by("type")
-    }
-    revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).count()
+    deleted = observations.deleted().count()
+    live_by = list(observations.live().values("scope", "type").annotate(n=Count("id")).order_by("scope", "type"))
+    by_type: dict[str, int] = {}
+    by_scope: dict[str, int] = {}
+    for row in live_by:
+        by_type[row["type"]] = by_type.get(row["type"], 0) + row["n"]
+        by_scope[row["scope"]] = by_scope.get(row["scope"], 0) + row["n"]
+    revisions = ObservationRevision.objects.using(using).filter(
+        user_id=user_id, **seen.filter("observation__")).count()
     embedder = configured_embedder(config.EMBEDDER)
     waiting = 0 if embedder is None else (
-        ObservationVector.objects.using(using).filter(user_id=user_id).waiting(embedder.model_id).count()
+        ObservationVector.objects.using(using).filter(user_id=user_id, **seen.filter())
+        .waiting(embedder.model_id).count()
     )
     return MemoryStats(
         user_id=user_id,
+        scope=seen.key,
         sessions=session_counts["total"],
         active_sessions=session_counts["active"],
         completed_sessions=session_counts["completed"],
         auto_summaries=session_counts["auto"],
         human_summaries=session_counts["human"],
-        observations=observation_counts["live"],
-        deleted_observations=observation_counts["deleted"],
+        observations=sum(by_type.values()),
+        deleted_observations=deleted,
         revisions=revisions,
-        observations_by_type=by_type,
+        observations_by_type=dict(sorted(by_type.items())),
+        observations_by_scope=by_scope,
         waiting_for_vector=waiting,
     )

@@ -20,6 +20,7 @@ from django.db import connections
 
 from . import scoring
 from .models import Observation, Session, SessionStatus
+from .scopes import SHARED, SHARED_SPACE, Reach
 
 OBS = Observation._meta.db_table
 SESSION = Session._meta.db_table
@@ -33,31 +34,36 @@ def _param(model, field: str, value, connection):
     return model._meta.get_field(field).get_db_prep_value(value, connection)
 
 
-def lock_user(user_id: str, *, using: str) -> None:
-    """PostgreSQL: hold a per-user lock until the transaction ends (other engines: nothing).
+def lock_user(user_id: str, scope: str = SHARED, *, using: str) -> None:
+    """PostgreSQL: hold a lock on the user's scope until the transaction ends (other engines: nothing).
 
     ``SELECT … FOR UPDATE`` cannot lock a row that does not exist yet: when a user has no
-    active session, every concurrent writer would open one, all but one would hit the
-    one-active-session constraint, and under steady churn a writer could lose every retry.
-    The advisory lock queues one user's session openers instead. SQLite needs none: its
+    active session in a scope, every concurrent writer would open one, all but one would hit
+    the one-active-session constraint, and under steady churn a writer could lose every retry.
+    The advisory lock queues the openers of one (user, scope) instead. SQLite needs none: its
     IMMEDIATE transaction already holds the database's write lock.
     """
     connection = connections[using]
     if connection.vendor != "postgresql":
         return
-    digest = hashlib.blake2b(f"ilab_memory.session:{user_id}".encode(), digest_size=8).digest()
+    # The shared space keeps the key it had before scopes, so processes of the previous
+    # version and this one queue on the same lock during a rolling upgrade.
+    name = f"ilab_memory.session:{user_id}" + (f"\x1f{scope}" if scope else "")
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])
 
 
 BUMP_LIVE_SESSION = f"""
     UPDATE {SESSION} SET last_activity_at = %s
-    WHERE user_id = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
+    WHERE user_id = %s AND scope = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
     RETURNING id"""
 
 
-def bump_live_session(user_id: str, *, now: datetime, live_since: datetime, using: str) -> uuid.UUID | None:
-    """The id of the user's active session last active at or after ``live_since``, bumped to ``now``.
+def bump_live_session(user_id: str, scope: str = SHARED, *, now: datetime, live_since: datetime,
+                      using: str) -> uuid.UUID | None:
+    """The id of the user's active session in ``scope`` last active at or after ``live_since``,
+    bumped to ``now``.
 
     Why raw: finding the session and keeping it alive is one ``UPDATE … RETURNING``, which also
     takes the session's row lock and so queues the user's writers on PostgreSQL (the ORM's
@@ -67,7 +73,7 @@ def bump_live_session(user_id: str, *, now: datetime, live_since: datetime, usin
     connection = connections[using]
     with connection.cursor() as cursor:
         cursor.execute(BUMP_LIVE_SESSION, [
-            _param(Session, "last_activity_at", now, connection), user_id,
+            _param(Session, "last_activity_at", now, connection), user_id, scope,
             _param(Session, "last_activity_at", live_since, connection),
         ])
         row = cursor.fetchone()
@@ -83,15 +89,16 @@ COUNT_DUPLICATE = f"""
         session_id = %s, last_seen_at = %s, topic_key = coalesce(topic_key, %s)
     WHERE id = (
         SELECT id FROM {OBS}
-        WHERE user_id = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
+        WHERE user_id = %s AND scope = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
         ORDER BY created_at DESC LIMIT 1
     ) AND deleted_at IS NULL
     RETURNING {OBSERVATION_COLUMNS}"""
 
 
-def count_duplicate(*, user_id: str, digest: str, since: datetime, session_id: uuid.UUID, now: datetime,
-                    blocks: int, topic_key: str | None, using: str) -> Observation | None:
-    """Count a repeat on the user's newest live twin created at or after ``since``; None if none.
+def count_duplicate(*, user_id: str, scope: str = SHARED, digest: str, since: datetime, session_id: uuid.UUID,
+                    now: datetime, blocks: int, topic_key: str | None, using: str) -> Observation | None:
+    """Count a repeat on the newest live twin in the user's ``scope`` created at or after
+    ``since``; None if none.
 
     Why raw: finding the twin, counting it atomically, moving it to the session and reading it
     back is one ``UPDATE … RETURNING``. Like ``QuerySet.update()``, it sends no model signal.
@@ -99,7 +106,7 @@ def count_duplicate(*, user_id: str, digest: str, since: datetime, session_id: u
     connection = connections[using]
     params = [
         blocks, _param(Observation, "session", session_id, connection),
-        _param(Observation, "last_seen_at", now, connection), topic_key, user_id, digest,
+        _param(Observation, "last_seen_at", now, connection), topic_key, user_id, scope, digest,
         _param(Observation, "created_at", since, connection),
     ]
     return next(iter(list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))), None)
@@ -114,39 +121,49 @@ OWN_ROWS = {"sqlite": "user_id = %s", "postgresql": "user_id = ANY(ARRAY[%s]::te
 
 
 @cache
-def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int) -> str:
+def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int, scopes: int | None = None,
+                       own: bool = False) -> str:
     # Limits are validated integer settings, written into the text (not parameters) so the
     # planner sees them. Rank, cut to the winners, and only then join for their text: a join
-    # before the cut fetched every candidate's row on both engines.
+    # before the cut fetched every candidate's row on both engines. ``own`` (the reader's own
+    # scope) is ranked first among equal scores.
+    in_scopes = "" if scopes is None else f" AND scope IN ({', '.join(['%s'] * scopes)})"
+    own_column = "CASE WHEN scope = %s THEN 1 ELSE 0 END" if own else "0"
     return f"""
-    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.scope,
            substr(o.content, 1, %s) AS content_head, w.hours, w.type_weight, w.recency, w.reinforcement, w.score
     FROM (
-        SELECT id, updated_at, hours, type_weight, {scoring.SCORE_COLUMNS}
+        SELECT id, updated_at, own, hours, type_weight, {scoring.SCORE_COLUMNS}
         FROM (
-            SELECT id, updated_at, {scoring.factor_columns(vendor, weighted_types)}
+            SELECT id, updated_at, {own_column} AS own, {scoring.factor_columns(vendor, weighted_types)}
             FROM {OBS}
-            WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL
+            WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL{in_scopes}
             ORDER BY user_id, updated_at DESC, id DESC
             LIMIT {int(candidates)}
         ) c
-        ORDER BY score DESC, updated_at DESC, id DESC
+        ORDER BY score DESC, own DESC, updated_at DESC, id DESC
         LIMIT {int(limit)}
     ) w JOIN {OBS} o ON o.id = w.id
-    ORDER BY w.score DESC, w.updated_at DESC, w.id DESC"""
+    ORDER BY w.score DESC, w.own DESC, w.updated_at DESC, w.id DESC"""
 
 
-def ranked_context(user_id: str, *, now: datetime, type_weights: dict[str, float], head_chars: int,
-                   candidates: int, limit: int, using: str) -> list[Observation]:
-    """The ``limit`` best by ContextScore of the user's newest ``candidates`` live observations.
+def ranked_context(user_id: str, reach: Reach = SHARED_SPACE, *, now: datetime, type_weights: dict[str, float],
+                   head_chars: int, candidates: int, limit: int, using: str) -> list[Observation]:
+    """The ``limit`` best by ContextScore of the user's newest ``candidates`` live observations
+    in ``reach``.
 
     Why raw: the database scores the candidates in a subquery and joins only the winners for
     their text, in an order only the user's own index gives (the ORM would join, or fetch every
     candidate to score it). Each instance carries ``content_head`` and the score's factors
-    (see ``scoring``) and defers the rest; the order is score, then newest update, then id.
+    (see ``scoring``) and defers the rest; the order is score, then the reader's own scope,
+    then newest update, then id.
     """
     connection = connections[using]
-    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit)
+    scopes = None if reach.scopes is None else len(reach.scopes)
+    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, scopes, reach.own is not None)
     now_param = _param(Observation, "updated_at", now, connection)
-    params = [head_chars, *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id]
+    params = [
+        head_chars, *([reach.own] if reach.own is not None else []),
+        *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *(reach.scopes or ()),
+    ]
     return list(Observation.objects.db_manager(using).raw(sql, params))

@@ -75,6 +75,7 @@ class ObservationCompact:
     topic_key: str | None
     session_id: str
     updated_at: str
+    scope: str
     score: ContextScore | SearchScore | None
 
 
@@ -82,6 +83,7 @@ class ObservationCompact:
 class ObservationRecord:
     id: str
     user_id: str
+    scope: str
     session_id: str
     type: str
     title: str
@@ -124,12 +126,14 @@ class SessionSummaryCompact:
     summary: str | None
     is_auto_generated: bool
     observation_count: int
+    scope: str
 
 
 @dataclass(frozen=True)
 class SessionRecord:
     id: str
     user_id: str
+    scope: str
     status: str
     started_at: str
     last_activity_at: str
@@ -166,6 +170,7 @@ class DeleteResult:
 @dataclass(frozen=True)
 class MemoryStats:
     user_id: str
+    scope: str  # what was counted: a scope and the shared space, "*", or a list joined by ","
     sessions: int
     active_sessions: int
     completed_sessions: int
@@ -175,6 +180,7 @@ class MemoryStats:
     deleted_observations: int
     revisions: int
     observations_by_type: dict[str, int]
+    observations_by_scope: dict[str, int]
     waiting_for_vector: int = 0  # live memories without a vector of the current model (hybrid search)
 
 
@@ -200,6 +206,7 @@ def session_record(session, observation_count: int) -> SessionRecord:
     return SessionRecord(
         id=str(session.id),
         user_id=session.user_id,
+        scope=session.scope,
         status=str(session.status),  # a plain str, also when the service set the enum member
         started_at=iso(session.started_at),
         last_activity_at=iso(session.last_activity_at),
@@ -214,6 +221,7 @@ def session_summary_compact(session) -> SessionSummaryCompact:
     """From a completed session annotated with ``observation_count``."""
     return SessionSummaryCompact(
         session_id=str(session.id),
+        scope=session.scope,
         started_at=iso(session.started_at),
         ended_at=iso(session.ended_at),
         summary=session.summary,
@@ -226,6 +234,7 @@ def observation_record(observation) -> ObservationRecord:
     return ObservationRecord(
         id=str(observation.id),
         user_id=observation.user_id,
+        scope=observation.scope,
         session_id=str(observation.session_id),
         type=observation.type,
         title=observation.title,
@@ -246,6 +255,7 @@ def observation_compact(observation, *, preview_chars: int, score=None) -> Obser
     """From an observation read with ``content_head`` (its first preview_chars+1 characters)."""
     return ObservationCompact(
         id=str(observation.id),
+        scope=observation.scope,
         type=observation.type,
         title=observation.title,
         preview=preview(observation.content_head, preview_chars),

@@ -1,7 +1,7 @@
 """Stored embeddings: their byte format, and a user's nearest ones to a query vector.
 
 Vectors are float32 little-endian bytes in ``ObservationVector.vector``, on every engine. The
-lookup is exact and scoped by ``user_id`` before anything is ranked:
+lookup is exact and scoped by ``user_id`` and the reader's scopes before anything is ranked:
 
 * **PostgreSQL with pgvector** (the ``embedding`` column that migration 0009 adds where the
   extension is available, see ``pgvector_ready``): the database scans the user's rows through
@@ -79,21 +79,25 @@ def store_pgvector(pk: int, vector, *, using: str) -> None:
 
 
 # Exact and user-scoped: the (user_id, model_id) index finds the user's rows, the sort ranks
-# them. The second branch adds the cosines of other candidates (found by words) the caller asks for.
+# them. The second branch adds the cosines of other candidates (found by words) the caller asks
+# for. Both keep to the reader's scopes (``scopes``: an array; NULL reads every scope).
 PG_NEAREST = f"""
     (SELECT observation_id, 1 - ({PGVECTOR_COLUMN} <=> CAST(%s AS vector)) AS cosine
      FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL
+       AND (%s::text[] IS NULL OR scope = ANY(%s::text[]))
      ORDER BY {PGVECTOR_COLUMN} <=> CAST(%s AS vector) LIMIT %s)
     UNION
     (SELECT observation_id, 1 - ({PGVECTOR_COLUMN} <=> CAST(%s AS vector))
      FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL
-       AND observation_id = ANY(%s))"""
+       AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) AND observation_id = ANY(%s))"""
 
 
-def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: str) -> dict:
+def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: str, scopes=None) -> dict:
     literal = pgvector_literal(query)
+    scopes = None if scopes is None else list(scopes)
     with connections[using].cursor() as cursor:
-        cursor.execute(PG_NEAREST, [literal, user_id, model_id, literal, n, literal, user_id, model_id, list(also)])
+        cursor.execute(PG_NEAREST, [literal, user_id, model_id, scopes, scopes, literal, n,
+                                    literal, user_id, model_id, scopes, scopes, list(also)])
         return {observation_id: float(cosine) for observation_id, cosine in cursor.fetchall()}
 
 
@@ -101,12 +105,14 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
 
 
 class _Matrix:
-    __slots__ = ("stamp", "observation_ids", "generations", "rows", "index")
+    __slots__ = ("stamp", "observation_ids", "generations", "scopes", "distinct_scopes", "rows", "index")
 
-    def __init__(self, stamp, observation_ids, generations, rows):
+    def __init__(self, stamp, observation_ids, generations, scopes, rows):
         self.stamp = stamp
         self.observation_ids = observation_ids
         self.generations = generations
+        self.scopes = scopes  # each row's scope, as a numpy array of str
+        self.distinct_scopes = frozenset(scopes.tolist())
         self.rows = rows
         self.index = {pk: i for i, pk in enumerate(observation_ids)}
 
@@ -154,29 +160,34 @@ def _user_vectors(user_id: str, model_id: str, using: str):
 def _load(user_id: str, model_id: str, dimensions: int, stamp, *, using: str) -> _Matrix:
     import numpy as np
 
-    ids, generations, blobs = [], [], []
-    rows = _user_vectors(user_id, model_id, using).values_list("observation_id", "generation", "vector")
-    for observation_id, generation, blob in rows.iterator(chunk_size=2000):
+    ids, generations, scopes, blobs = [], [], [], []
+    rows = _user_vectors(user_id, model_id, using).values_list("observation_id", "generation", "scope", "vector")
+    for observation_id, generation, scope, blob in rows.iterator(chunk_size=2000):
         ids.append(observation_id)
         generations.append(generation)
+        scopes.append(scope)
         blobs.append(bytes(blob))
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dimensions) if ids else (
         np.zeros((0, dimensions), dtype=np.float32))
-    return _Matrix(stamp, ids, generations, matrix)
+    return _Matrix(stamp, ids, generations, np.array(scopes, dtype=object), matrix)
 
 
-def _nearest(entry: _Matrix, query, n: int, also) -> dict:
+def _nearest(entry: _Matrix, scopes, query, n: int, also) -> dict:
+    """The ``n`` nearest rows in ``scopes`` (None: every scope), and ``also``'s rows in them."""
     import numpy as np
 
     if not entry.observation_ids:
         return {}
     cosines = entry.rows @ np.asarray(query, dtype=np.float32)
+    if scopes is not None and not entry.distinct_scopes <= set(scopes):
+        # Rows outside the reader's scopes can never be found: below every cosine.
+        cosines = np.where(np.isin(entry.scopes, list(scopes)), cosines, -np.inf)
     n = min(n, len(cosines))
     top = np.argpartition(-cosines, n - 1)[:n] if n else []
-    found = {entry.observation_ids[i]: float(cosines[i]) for i in top}
+    found = {entry.observation_ids[i]: float(cosines[i]) for i in top if cosines[i] != -np.inf}
     for pk in also:
         i = entry.index.get(pk)
-        if i is not None:
+        if i is not None and cosines[i] != -np.inf:
             found[pk] = float(cosines[i])
     return found
 
@@ -194,12 +205,12 @@ def _all_current(entry: _Matrix, found: dict, *, model_id: str, using: str) -> b
 
 
 def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
-                        max_bytes: int) -> dict:
+                        max_bytes: int, scopes=None) -> dict:
     key = (using, user_id, model_id)
     stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
     entry = matrices.get(key, stamp) if stamp is not None else None
     if entry is not None:
-        found = _nearest(entry, query, n, also)
+        found = _nearest(entry, scopes, query, n, also)
         if _all_current(entry, found, model_id=model_id, using=using):
             return found
         matrices.discard(key)  # a row left since the load: read them all again
@@ -207,14 +218,14 @@ def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dim
     # Only committed rows are worth keeping: rows read inside a transaction may be rolled back.
     if stamp is not None and not connections[using].in_atomic_block:
         matrices.put(key, entry, max_bytes=max_bytes)
-    return _nearest(entry, query, n, also)
+    return _nearest(entry, scopes, query, n, also)
 
 
-def similarities(*, user_id: str, model_id: str, dimensions: int, query: numpy.ndarray, n: int, also=(),
-                 using: str, max_bytes: int) -> dict:
-    """{observation id: cosine} of the user's ``n`` nearest vectors of ``model_id``, plus those of
-    the observations in ``also`` that have one."""
+def similarities(*, user_id: str, scopes: tuple[str, ...] | None = None, model_id: str, dimensions: int,
+                 query: numpy.ndarray, n: int, also=(), using: str, max_bytes: int) -> dict:
+    """{observation id: cosine} of the user's ``n`` nearest vectors of ``model_id`` in ``scopes``
+    (None: every scope), plus those of the observations in ``also`` that have one there."""
     if pgvector_ready(using):
-        return _pg_similarities(user_id, model_id, query, n, also, using)
+        return _pg_similarities(user_id, model_id, query, n, also, using, scopes)
     return _numpy_similarities(user_id, model_id, query, n, also, dimensions=dimensions, using=using,
-                               max_bytes=max_bytes)
+                               max_bytes=max_bytes, scopes=scopes)

@@ -34,7 +34,7 @@ def test_scores_are_frozen_and_carry_a_breakdown(mem, clock):
     s = score(mem)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.value = 2
-    assert set(s.breakdown) == {"hours_since_update", "recency", "type_weight", "reinforcement"}
+    assert set(s.breakdown) == {"hours_since_update", "recency", "type_weight", "reinforcement", "scope"}
 
 
 def test_recency_decays_0_995_per_hour(mem, clock):

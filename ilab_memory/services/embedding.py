@@ -59,7 +59,7 @@ def queue(observations, *, now: datetime, config: Config, using: str) -> None:
     if embedder_for(config) is None:
         return
     ObservationVector.objects.using(using).bulk_create(
-        ObservationVector(observation_id=o.id, user_id=o.user_id, queued_at=now) for o in observations
+        ObservationVector(observation_id=o.id, user_id=o.user_id, scope=o.scope, queued_at=now) for o in observations
     )
     _after_commit(config=config, using=using)
 
@@ -300,10 +300,11 @@ def queue_missing(*, config: Config | None = None, using: str = "default", batch
     )
     while True:
         with transaction.atomic(using=using):
-            batch = list(missing.only("id", "user_id")[:batch_size])
+            batch = list(missing.only("id", "user_id", "scope")[:batch_size])
             if not batch:
                 return queued
             ObservationVector.objects.using(using).bulk_create(
-                [ObservationVector(observation_id=o.pk, user_id=o.user_id, queued_at=timezone.now()) for o in batch]
+                [ObservationVector(observation_id=o.pk, user_id=o.user_id, scope=o.scope, queued_at=timezone.now())
+                 for o in batch]
             )
         queued += len(batch)

@@ -14,6 +14,7 @@ from .. import sql
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
 from ..models import Observation, ObservationRevision
+from ..scopes import ALL, clean_scope, clean_target
 from ..signals import observation_saved, send_on_commit
 from ..types import DeleteResult, ObservationRecord, SaveResult, observation_record
 from ..validation import (
@@ -86,7 +87,8 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
 
 
 def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
-    """The user's live observation of ``queryset``, locked until the transaction ends."""
+    """The user's live observation of ``queryset`` (already scoped by the caller), locked until
+    the transaction ends."""
     # No ORDER BY: with the model's default order (-updated_at) SQLite may walk the user's
     # index instead of the one that finds the row (the topic's unique index, or the key).
     return next(iter(queryset.using(using).select_for_update().live_for_user(user_id).order_by()[:1]), None)
@@ -114,6 +116,20 @@ def _revise(observation: Observation, *, values: dict, blocks: int, session_id, 
     embedding.requeue(observation, now=now, config=config, using=using)
 
 
+def _in_target(scope: str) -> dict:
+    """The filter of a write by id in ``scope`` (``clean_target``'s value)."""
+    return {} if scope == ALL else {"scope": scope}
+
+
+def _target_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
+    """The scope a write by id works in: ``scope`` itself, or with ``"*"`` the live
+    observation's own (None: the user has no such live observation)."""
+    if scope != ALL:
+        return scope
+    found = Observation.objects.using(using).live_for_user(user_id).filter(pk=pk).values_list("scope", flat=True)
+    return next(iter(found.order_by()[:1]), None)
+
+
 def _saved(observation: Observation, action: str, *, using: str) -> None:
     send_on_commit(
         observation_saved, Observation, using=using, user_id=observation.user_id,
@@ -129,15 +145,18 @@ def observation_save(
     type: str = "manual",
     topic_key: str | None = None,
     metadata: dict | None = None,
+    scope: str = "",
     config: Config | None = None,
     using: str = "default",
 ) -> SaveResult:
-    """Create, revise (same topic_key) or count a duplicate, in the user's active session.
+    """Create, revise (same topic_key) or count a duplicate, in ``scope``'s active session; the
+    topic and the twin are looked for in the same (user, scope) only.
 
     Raises ValidationError (nothing stored) for bad input.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_scope(scope, config=config)
     fields = clean_fields(
         config=config, type=type, title=title, content=content, topic_key=topic_key, metadata=metadata
     )
@@ -146,25 +165,26 @@ def observation_save(
 
     def run():
         now = timezone.now()
-        session_id, _ = claim_active_session(user_id, now=now, config=config, using=using)
+        session_id, _ = claim_active_session(user_id, scope, now=now, config=config, using=using)
         blocks = fields.redacted_blocks
         observation = None
         if values["topic_key"] is not None:
-            observation = _locked_live(Observation.objects.filter(topic_key=values["topic_key"]), user_id, using)
+            topic = Observation.objects.filter(scope=scope, topic_key=values["topic_key"])
+            observation = _locked_live(topic, user_id, using)
         if observation is not None:
             action = REVISED
             _revise(observation, values=values, blocks=blocks, session_id=session_id, now=now, config=config,
                     using=using)
         else:
             observation = sql.count_duplicate(
-                user_id=user_id, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
+                user_id=user_id, scope=scope, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
                 session_id=session_id, now=now, blocks=blocks, topic_key=values["topic_key"], using=using,
             )
             action = DUPLICATE
         if observation is None:
             action = CREATED
             observation = Observation(
-                user_id=user_id, session_id=session_id, dedupe_hash=digest, redacted_blocks=blocks,
+                user_id=user_id, scope=scope, session_id=session_id, dedupe_hash=digest, redacted_blocks=blocks,
                 created_at=now, updated_at=now, last_seen_at=now, **values,
             )
             observation.save(using=using, force_insert=True)
@@ -185,17 +205,20 @@ def observation_update(
     topic_key: str | None = UNSET,
     metadata: dict | None = UNSET,
     keep_session: bool = False,
+    scope: str = "",
     config: Config | None = None,
     using: str = "default",
 ) -> ObservationRecord:
-    """Replace some fields, keeping the old version in history; moves it to the active session,
-    or with ``keep_session`` (an operator's correction, not the user's write) leaves it in its
-    session and touches no session.
+    """Replace some fields, keeping the old version in history; moves it to the active session
+    of its scope, or with ``keep_session`` (an operator's correction, not the user's write)
+    leaves it in its session and touches no session.
 
-    Raises ObservationNotFound, or ValidationError when no field is given or a value is bad.
+    ``scope``: the observation must be in it (``"*"``: in any of the user's scopes). Raises
+    ObservationNotFound, or ValidationError when no field is given or a value is bad.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_target(scope, config=config)
     given = {
         name: value
         for name, value in (
@@ -214,17 +237,24 @@ def observation_update(
     def run():
         now = timezone.now()
         # Session first, then the observation: the same lock order as observation_save, so two
-        # writers of one user cannot deadlock. An error below rolls the session back too.
-        session_id = None if keep_session else claim_active_session(user_id, now=now, config=config, using=using)[0]
-        observation = _locked_live(Observation.objects.filter(pk=pk), user_id, using)
+        # writers of one user cannot deadlock. An error below rolls the session back too. Its
+        # scope is the observation's: with "*" it is read first (a row never changes scope).
+        target = _target_scope(user_id, pk, scope, using=using)
+        session_id = None
+        if not keep_session and target is not None:
+            session_id = claim_active_session(user_id, target, now=now, config=config, using=using)[0]
+        observation = None if target is None else _locked_live(
+            Observation.objects.filter(pk=pk, scope=target), user_id, using)
         if observation is None:
             raise ObservationNotFound("No such observation.")
         session_id = session_id or observation.session_id
         new_topic = values.get("topic_key", observation.topic_key)
         if new_topic is not None and new_topic != observation.topic_key:
-            if Observation.objects.using(using).live_for_user(user_id).filter(topic_key=new_topic).exists():
+            same_scope = Observation.objects.using(using).live_for_user(user_id).filter(scope=observation.scope)
+            if same_scope.filter(topic_key=new_topic).exists():
                 raise ValidationError(
-                    "topic_key", "is already used by another live observation of this user.", code="topic_key_taken"
+                    "topic_key", "is already used by another live observation of this user in this scope.",
+                    code="topic_key_taken",
                 )
         merged = {name: values.get(name, getattr(observation, name)) for name in REPLACED_FIELDS}
         _revise(observation, values=merged, blocks=fields.redacted_blocks, session_id=session_id, now=now,
@@ -236,22 +266,25 @@ def observation_update(
 
 
 def observation_delete(
-    *, user_id: str, observation_id, hard: bool = False, config: Config | None = None, using: str = "default"
+    *, user_id: str, observation_id, hard: bool = False, scope: str = "", config: Config | None = None,
+    using: str = "default",
 ) -> DeleteResult:
     """Soft delete (hidden everywhere) or hard delete (row, history and index entry gone).
 
-    A soft-deleted observation can still be hard-deleted; anything else missing raises
+    ``scope``: the observation must be in it (``"*"``: in any of the user's scopes). A
+    soft-deleted observation can still be hard-deleted; anything else missing raises
     ObservationNotFound.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_target(scope, config=config)
     if not isinstance(hard, bool):
         # "false" is truthy: guessing here could erase what the caller meant to keep.
         raise ValidationError("hard", "must be true or false.", code="invalid_type")
     pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
-        mine = Observation.objects.using(using).for_user(user_id).filter(pk=pk)
+        mine = Observation.objects.using(using).for_user(user_id).filter(pk=pk, **_in_target(scope))
         if hard:
             deleted, _ = mine.delete()
             found = deleted > 0
@@ -266,24 +299,27 @@ def observation_delete(
 
 
 def observation_restore(
-    *, user_id: str, observation_id, config: Config | None = None, using: str = "default"
+    *, user_id: str, observation_id, scope: str = "", config: Config | None = None, using: str = "default"
 ) -> ObservationRecord:
-    """Undo a soft delete. Raises ObservationNotFound, or ValidationError when its topic_key
-    has meanwhile been taken by another live observation."""
+    """Undo a soft delete. ``scope`` as for ``observation_delete``. Raises ObservationNotFound,
+    or ValidationError when its topic_key has meanwhile been taken by another live observation
+    of its scope."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_target(scope, config=config)
     pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
         observation = (
             next(iter(Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
-                      .filter(pk=pk).order_by()[:1]), None)
+                      .filter(pk=pk, **_in_target(scope)).order_by()[:1]), None)
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")
         if (
             observation.topic_key is not None
-            and Observation.objects.using(using).live_for_user(user_id).filter(topic_key=observation.topic_key).exists()
+            and Observation.objects.using(using).live_for_user(user_id)
+            .filter(scope=observation.scope, topic_key=observation.topic_key).exists()
         ):
             raise ValidationError(
                 "topic_key", "is now used by another live observation; delete or rename it first.", code="topic_key_taken"

@@ -11,6 +11,7 @@ from .. import selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus
+from ..scopes import SHARED, clean_reach, clean_scope
 from ..signals import send_on_commit, session_closed, session_started
 from ..types import SessionRecord, SessionStartResponse, session_record
 from ..validation import check_length, check_text, clean_user_id
@@ -22,11 +23,12 @@ SUMMARY_MORE = ", … (+{n})"
 ENDED, EXPIRED = "ended", "expired"
 
 
-def locked_active_session(user_id: str, *, using: str) -> Session | None:
-    """The user's active session, locked (PostgreSQL; SQLite's IMMEDIATE transaction holds the
-    write lock already and Django omits the clause)."""
-    sql.lock_user(user_id, using=using)
-    return next(iter(Session.objects.using(using).select_for_update().for_user(user_id).active().order_by()[:1]), None)
+def locked_active_session(user_id: str, scope: str = SHARED, *, using: str) -> Session | None:
+    """The user's active session in ``scope``, locked (PostgreSQL; SQLite's IMMEDIATE
+    transaction holds the write lock already and Django omits the clause)."""
+    sql.lock_user(user_id, scope, using=using)
+    active = Session.objects.using(using).select_for_update().for_user(user_id).active().filter(scope=scope)
+    return next(iter(active.order_by()[:1]), None)
 
 
 def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
@@ -75,58 +77,66 @@ def auto_close(session: Session, *, config: Config, using: str) -> None:
     _close(session, ended_at=ended_at, summary=None, blocks=0, reason=EXPIRED, config=config, using=using)
 
 
-def _bump_live(user_id: str, *, now: datetime, config: Config, using: str) -> uuid.UUID | None:
+def _bump_live(user_id: str, scope: str, *, now: datetime, config: Config, using: str) -> uuid.UUID | None:
     live_since = now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
-    return sql.bump_live_session(user_id, now=now, live_since=live_since, using=using)
+    return sql.bump_live_session(user_id, scope, now=now, live_since=live_since, using=using)
 
 
-def claim_active_session(user_id: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
-    """The user's active session, alive until ``now``: (its id, is_new). Inside a transaction.
+def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, config: Config,
+                         using: str) -> tuple[uuid.UUID, bool]:
+    """The user's active session in ``scope``, alive until ``now``: (its id, is_new). Inside a
+    transaction.
 
     The common case, a live session, is one statement that finds it and bumps it (SPEC §3
-    steps 2 and 6 at once: same result in the same transaction). Otherwise, under the user's
+    steps 2 and 6 at once: same result in the same transaction). Otherwise, under the scope's
     lock: an expired session is auto-closed and a new one opened; none, one is opened; one a
     concurrent writer opened meanwhile is bumped.
     """
-    session_id = _bump_live(user_id, now=now, config=config, using=using)
+    session_id = _bump_live(user_id, scope, now=now, config=config, using=using)
     if session_id is not None:
         return session_id, False
-    return _claim_locked(user_id, now=now, config=config, using=using)
+    return _claim_locked(user_id, scope, now=now, config=config, using=using)
 
 
-def _claim_locked(user_id: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
-    """``claim_active_session`` once no live session was found: the rest under the user's lock."""
-    session = locked_active_session(user_id, using=using)
+def _claim_locked(user_id: str, scope: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
+    """``claim_active_session`` once no live session was found: the rest under the scope's lock."""
+    session = locked_active_session(user_id, scope, using=using)
     if session is not None and _is_expired(session, now=now, config=config):
         auto_close(session, config=config, using=using)
         session = None
     if session is not None:
         Session.objects.using(using).filter(pk=session.pk).update(last_activity_at=now)
         return session.pk, False
-    session = Session(user_id=user_id, started_at=now, last_activity_at=now)
+    session = Session(user_id=user_id, scope=scope, started_at=now, last_activity_at=now)
     session.save(using=using, force_insert=True)
     send_on_commit(session_started, Session, using=using, user_id=user_id, session_id=str(session.pk))
     return session.pk, True
 
 
-def session_start(*, user_id: str, config: Config | None = None, using: str = "default") -> SessionStartResponse:
-    """Reuse the user's live session or open one (auto-closing an expired one); return context."""
+def session_start(*, user_id: str, scope: str = "", config: Config | None = None,
+                  using: str = "default") -> SessionStartResponse:
+    """Reuse the user's live session in ``scope`` or open one (auto-closing an expired one);
+    return the context the scope reads (its own and the shared space)."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_scope(scope, config=config)
     now = timezone.now()
     # The common case, a live session, needs no transaction: one statement finds it and keeps
     # it alive, and the reads after it are reads (on SQLite they then take no write lock).
-    session_id, is_new = _bump_live(user_id, now=now, config=config, using=using), False
+    session_id, is_new = _bump_live(user_id, scope, now=now, config=config, using=using), False
     if session_id is None:
         session_id, is_new = atomic_with_retry(
-            lambda: _claim_locked(user_id, now=now, config=config, using=using), using=using
+            lambda: _claim_locked(user_id, scope, now=now, config=config, using=using), using=using
         )
+    reach = clean_reach(scope, config=config)
     return SessionStartResponse(
         session_id=str(session_id),
         is_new=is_new,
-        sessions_context=selectors.recent_sessions(user_id=user_id, limit=config.CONTEXT_SESSIONS, using=using),
+        sessions_context=selectors.recent_sessions(
+            user_id=user_id, reach=reach, limit=config.CONTEXT_SESSIONS, using=using
+        ),
         memories=selectors.context_memories(
-            user_id=user_id, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
+            user_id=user_id, scope=reach, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
         ),
     )
 
@@ -148,16 +158,17 @@ def clean_summary(summary, *, config: Config, allow_blank: bool) -> tuple[str | 
 
 
 def session_summary(
-    *, user_id: str, summary: str, config: Config | None = None, using: str = "default"
+    *, user_id: str, summary: str, scope: str = "", config: Config | None = None, using: str = "default"
 ) -> SessionRecord:
-    """Store a narrative summary on the active session without closing it (a write)."""
+    """Store a narrative summary on the scope's active session without closing it (a write)."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_scope(scope, config=config)
     text, blocks = clean_summary(summary, config=config, allow_blank=False)
 
     def run():
         now = timezone.now()
-        session_id, _ = claim_active_session(user_id, now=now, config=config, using=using)
+        session_id, _ = claim_active_session(user_id, scope, now=now, config=config, using=using)
         session = Session.objects.using(using).get(pk=session_id)
         session.summary = text
         session.is_auto_generated = False
@@ -169,20 +180,24 @@ def session_summary(
 
 
 def session_end(
-    *, user_id: str, summary: str | None = None, config: Config | None = None, using: str = "default"
+    *, user_id: str, summary: str | None = None, scope: str = "", config: Config | None = None,
+    using: str = "default",
 ) -> SessionRecord:
-    """Close the active session now. Summary: the argument, else the stored narrative, else synthetic.
+    """Close the scope's active session now. Summary: the argument, else the stored narrative,
+    else synthetic.
 
-    Raises NoActiveSession when the user has none.
+    Raises NoActiveSession when the user has none in the scope.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = clean_scope(scope, config=config)
     text, blocks = clean_summary(summary, config=config, allow_blank=True)
 
     def run():
-        session = locked_active_session(user_id, using=using)
+        session = locked_active_session(user_id, scope, using=using)
         if session is None:
-            raise NoActiveSession("This user has no active session.")
+            raise NoActiveSession("This user has no active session in this scope." if scope
+                                  else "This user has no active session.")
         _close(session, ended_at=timezone.now(), summary=text, blocks=blocks, reason=ENDED, config=config, using=using)
         return session_record(session, selectors.session_observation_count(session.pk, using=using))
 

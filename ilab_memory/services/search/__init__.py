@@ -24,6 +24,8 @@ from django.utils import timezone
 from ...conf import Config, get_config
 from ...exceptions import ValidationError
 from ...models import Observation
+from ...scopes import Reach
+from ...selectors import reach as clean_reach
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
@@ -51,10 +53,13 @@ def observation_search(
     query: str,
     type: str | None = None,
     limit: int | None = None,
+    scope="",
     config: Config | None = None,
     using: str = "default",
 ) -> list[ObservationCompact]:
-    """The user's live observations that match ``query``, best first, each with a SearchScore.
+    """The user's live observations in what ``scope`` reaches (a scope and the shared space,
+    ``"*"`` or a list) that match ``query``, best first, each with a SearchScore; the scope's
+    own first on equal scores.
 
     Writes only the vectors of its budget of the user's waiting memories (``embedding.
     embed_for_search``), before it reads; the ranking is read-only. Raises ValidationError for
@@ -63,6 +68,7 @@ def observation_search(
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     query = clean_query(query, config)
+    reach = clean_reach(scope, config)
     if type is not None:
         type = clean_type(type, allowed=None)
     limit = _clean_limit(limit, config)
@@ -75,31 +81,35 @@ def observation_search(
 
     preview_chars = config.PREVIEW_CHARS
     count = limit + CANDIDATE_EXTRA
-    engine, rows = matching_rows(parsed, user_id=user_id, type=type, head=preview_chars + 1, count=count, using=using)
+    engine, rows = matching_rows(parsed, user_id=user_id, reach=reach, type=type, head=preview_chars + 1, count=count,
+                                 using=using)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
     cosines, model_id = semantic.cosines(
-        user_id, query, n=max(count, fusion.POOL_SIZE), also=lexical, config=config, using=using
+        user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=lexical, config=config, using=using
     )
     candidates = dict(lexical)
     missing = [pk for pk in cosines if pk not in candidates]
     if missing:
-        found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing)
+        found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing, **reach.filter())
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
-    scored = _fuse(candidates, engine=engine, lexical=lexical, cosines=cosines, model_id=model_id, limit=limit)
+    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, cosines=cosines, model_id=model_id,
+                   limit=limit)
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(
-            engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id,
+            engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id, scope=row.scope,
         ))
         for signals, row in scored
     ]
 
 
-def _fuse(candidates: dict, *, engine: str, lexical: dict, cosines: dict, model_id: str | None, limit: int) -> list:
+def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, cosines: dict, model_id: str | None,
+          limit: int) -> list:
     """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
-    each candidate's words (``lexical`` rows' relevance), meaning (``cosines``) and recency."""
+    each candidate's words (``lexical`` rows' relevance), meaning (``cosines``) and recency; on
+    equal values the reader's own scope first."""
     now = timezone.now()
     pool = fusion.CosinePool.of(cosines.values()) if model_id is not None else None
     scored = []
@@ -112,5 +122,6 @@ def _fuse(candidates: dict, *, engine: str, lexical: dict, cosines: dict, model_
         )
         if signals.evidence:
             scored.append((signals, row))
-    scored.sort(key=lambda item: (item[0].value, item[1].updated_at, str(item[1].id)), reverse=True)
+    scored.sort(key=lambda item: (item[0].value, reach.is_own(item[1].scope), item[1].updated_at, str(item[1].id)),
+                reverse=True)
     return scored[:limit]

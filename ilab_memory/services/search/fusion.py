@@ -75,10 +75,10 @@ class Signals(NamedTuple):
     value: float
     evidence: bool
 
-    def score(self, *, engine: str, mode: str, terms: int, model_id: str | None) -> SearchScore:
+    def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str) -> SearchScore:
         breakdown = {
             "engine": engine, "mode": mode, "terms": terms, "relevance": self.relevance,
-            "all_terms": self.all_terms, "lexical": self.lexical, "recency": self.recency,
+            "all_terms": self.all_terms, "lexical": self.lexical, "recency": self.recency, "scope": scope,
         }
         if model_id is not None:
             breakdown.update(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import connections
 
 from ...models import Observation
+from ...scopes import SHARED_SPACE, Reach
 from . import postgresql, sqlite
 from .index import index_ensure
 from .query import ParsedQuery, any_terms
@@ -28,21 +29,26 @@ def recency_factor(age_days: float) -> float:
     return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
 
 
-def matching_rows(parsed: ParsedQuery, *, user_id: str, type: str | None, head: int, count: int, using: str):
-    """The engine's name and its best ``count`` observations, all-terms matches first, each with
+def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
+                  using: str):
+    """The engine's name and its best ``count`` observations in ``reach``, all-terms matches first, each with
     ``content_head``, ``relevance`` and ``all_terms`` (whether every term matched); the fields
     the statement does not read are deferred. Raw: full-text search has no ORM expression here."""
     connection = connections[using]
     if connection.vendor == "sqlite":
         index_ensure(using=using)
         all_query, any_query = sqlite.match_queries(parsed, user_id)
-        engine, statement = "sqlite-fts5-bm25", sqlite.ranked_sql(type is not None)
-        params = [head, all_query, any_query, user_id, *([type] if type else []), count]
+        in_scopes, scopes = reach.sql("o.scope")
+        engine, statement = "sqlite-fts5-bm25", sqlite.ranked_sql(type is not None, in_scopes)
+        params = [head, all_query, any_query, user_id, *scopes, *([type] if type else []), count]
     elif connection.vendor == "postgresql":
         all_query, any_query = postgresql.tsqueries(parsed)
         alternatives = [postgresql.tsquery_phrase(term) for term in any_terms(parsed)]
-        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None)
-        params = [head, all_query, any_query, alternatives, user_id, *([type] if type else []), user_id, count]
+        in_scopes, scopes = reach.sql("o.scope")
+        total_scopes, _ = reach.sql("scope")
+        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None, in_scopes, total_scopes)
+        params = [head, all_query, any_query, alternatives, user_id, *scopes, *([type] if type else []), user_id,
+                  *scopes, count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
     return engine, list(Observation.objects.db_manager(using).raw(statement, params))

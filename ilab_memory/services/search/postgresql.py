@@ -90,9 +90,11 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
     return all_query, any_query
 
 
-def ranked_sql(type_filter: bool) -> str:
+def ranked_sql(type_filter: bool, in_scopes: str, total_scopes: str) -> str:
     """The ranked statement; its parameters: head, all-terms and any-term tsquery, the
-    alternatives' tsqueries (an array), user_id, [type], user_id, count."""
+    alternatives' tsqueries (an array), user_id, the scopes of ``in_scopes``, [type], user_id,
+    the scopes of ``total_scopes`` (``Reach.sql``), count. The idf counts the memories the
+    reader reaches, as FTS5's bm25 counts the whole index."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
     # live observations, the shape of FTS5's bm25, still in one statement.
@@ -103,31 +105,31 @@ def ranked_sql(type_filter: bool) -> str:
             FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
         ),
         candidates AS (
-            SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+            SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
                    substr(o.content, 1, q.head) AS content_head, o.search_vector,
                    o.search_vector @@ q.all_terms AS all_terms
             FROM {OBSERVATION_TABLE} o, q
-            WHERE o.user_id = %s AND o.deleted_at IS NULL AND o.search_vector @@ q.any_terms
+            WHERE o.user_id = %s AND o.deleted_at IS NULL{in_scopes} AND o.search_vector @@ q.any_terms
                   {"AND o.type = %s" if type_filter else ""}
         ),
         -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
         -- (inlined, the planner re-ran the count and the document frequencies per candidate,
         -- a cost that grows with the square of a common word's matches).
         total AS MATERIALIZED (
-            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
+            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL{total_scopes}
         ),
         frequency AS MATERIALIZED (
             SELECT a.i, a.alternative, count(c.id)::float AS df
             FROM alternatives a LEFT JOIN candidates c ON c.search_vector @@ a.alternative
             GROUP BY a.i, a.alternative
         )
-        SELECT c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
+        SELECT c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
                sum(ln(1 + (total.n - f.df + 0.5) / (f.df + 0.5))
                    * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
                ) AS relevance,
                c.all_terms
         FROM candidates c CROSS JOIN frequency f CROSS JOIN total
         WHERE c.search_vector @@ f.alternative
-        GROUP BY c.id, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms
+        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms
         ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
         LIMIT %s"""

@@ -78,12 +78,13 @@ def match_queries(parsed: ParsedQuery, user_id: str) -> tuple[str, str]:
     return f'owner : "{owner}" AND ({all_query})', f'owner : "{owner}" AND ({any_query})'
 
 
-_SELECT_COLUMNS = "o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, substr(o.content, 1, %s) AS content_head"
+_SELECT_COLUMNS = ("o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, "
+                   "substr(o.content, 1, %s) AS content_head")
 
 
-def ranked_sql(type_filter: bool) -> str:
+def ranked_sql(type_filter: bool, in_scopes: str) -> str:
     """The ranked statement; its parameters: head, all-terms and any-term MATCH, user_id,
-    [type], count."""
+    the scopes of ``in_scopes`` (``Reach.sql``), [type], count."""
     weights = ", ".join(str(w) for w in SQLITE_BM25_WEIGHTS)
     return f"""
         SELECT {_SELECT_COLUMNS},
@@ -92,7 +93,7 @@ def ranked_sql(type_filter: bool) -> str:
                    SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s
                ) AS all_terms
         FROM {SQLITE_TABLE} JOIN {OBSERVATION_TABLE} o ON o.id = {SQLITE_TABLE}.observation_id
-        WHERE {SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL
+        WHERE {SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL{in_scopes}
               {"AND o.type = %s" if type_filter else ""}
         ORDER BY all_terms DESC, relevance DESC, o.updated_at DESC, o.id
         LIMIT %s"""
