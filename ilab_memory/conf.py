@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "DEDUPE_WINDOW_MINUTES": 15,
     # Scopes (SPEC §14): the slugs a call may name besides the shared space ""; None = any slug.
     "SCOPES": None,
+    # Accounts bound to one scope, {username: scope}: the API and MCP act for such an account
+    # in its scope only (it still reads the shared space). docs/api.md, docs/mcp.md.
+    "ACCOUNT_SCOPES": {},
     "PREVIEW_CHARS": 300,
     # Limits (characters unless named bytes)
     "MAX_USER_ID_CHARS": 255,
@@ -161,6 +164,14 @@ def validate_values(values: dict[str, Any]) -> list[str]:
     )):
         problems.append("SCOPES must be None or a list of slugs matching [a-z0-9][a-z0-9_.-]* "
                         f"of at most {SCOPE_COLUMN_CHARS} characters")
+    bindings = values.get("ACCOUNT_SCOPES")
+    if not isinstance(bindings, dict) or not all(
+        isinstance(account, str) and isinstance(scope, str) and (scope == "" or SCOPE_PATTERN.fullmatch(scope))
+        and len(scope) <= SCOPE_COLUMN_CHARS for account, scope in bindings.items()
+    ):
+        problems.append('ACCOUNT_SCOPES must map usernames to scope slugs (or "", the shared space)')
+    elif isinstance(scopes, (list, tuple)) and any(scope and scope not in scopes for scope in bindings.values()):
+        problems.append("ACCOUNT_SCOPES binds an account to a scope SCOPES does not allow")
     weights = values.get("TYPE_WEIGHTS")
     if not isinstance(weights, dict) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0

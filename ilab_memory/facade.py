@@ -59,7 +59,10 @@ def _check_path(path: str) -> str:
 
 
 class ILabMemory:
-    """Durable per-user memory. Every method is scoped by ``user_id``.
+    """Durable per-user memory. Every method is scoped by ``user_id``, and takes ``scope=``: a
+    slug below the user (an agent's or a project's), ``""`` (the default) the user's shared
+    space. A write lands in its scope; a read sees its scope and the shared space, or with
+    ``"*"`` (or a list) exactly those scopes (docs/sessions.md, "Scopes").
 
     ``ILabMemory(using="default", **overrides)`` inside a Django site; ``ILabMemory.from_path``
     in a plain script. ``overrides`` are ``ILAB_MEMORY`` keys in any case
@@ -140,33 +143,33 @@ class ILabMemory:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def mem_session_start(self, user_id: str):
-        """Reuse the live session or open one; returns SessionStartResponse with context."""
+    def mem_session_start(self, user_id: str, *, scope: str = ""):
+        """Reuse the scope's live session or open one; returns SessionStartResponse with context."""
         from .services.sessions import session_start
 
-        return session_start(user_id=user_id, **self._kwargs())
+        return session_start(user_id=user_id, scope=scope, **self._kwargs())
 
-    def mem_session_summary(self, user_id: str, summary: str):
-        """Store a narrative summary on the active session without closing it."""
+    def mem_session_summary(self, user_id: str, summary: str, *, scope: str = ""):
+        """Store a narrative summary on the scope's active session without closing it."""
         from .services.sessions import session_summary
 
-        return session_summary(user_id=user_id, summary=summary, **self._kwargs())
+        return session_summary(user_id=user_id, summary=summary, scope=scope, **self._kwargs())
 
-    def mem_session_end(self, user_id: str, summary: str | None = None):
-        """Close the active session now; raises NoActiveSession (a LookupError) when none."""
+    def mem_session_end(self, user_id: str, summary: str | None = None, *, scope: str = ""):
+        """Close the scope's active session now; raises NoActiveSession (a LookupError) when none."""
         from .services.sessions import session_end
 
-        return session_end(user_id=user_id, summary=summary, **self._kwargs())
+        return session_end(user_id=user_id, summary=summary, scope=scope, **self._kwargs())
 
-    def mem_get_session(self, user_id: str, session_id: str):
+    def mem_get_session(self, user_id: str, session_id: str, *, scope=""):
         from . import selectors
 
-        return selectors.session_get(user_id=user_id, session_id=session_id, **self._kwargs())
+        return selectors.session_get(user_id=user_id, session_id=session_id, scope=scope, **self._kwargs())
 
-    def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50):
+    def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50, scope=""):
         from . import selectors
 
-        return selectors.sessions_list(user_id=user_id, status=status, limit=limit, **self._kwargs())
+        return selectors.sessions_list(user_id=user_id, status=status, limit=limit, scope=scope, **self._kwargs())
 
     def mem_close_expired(self) -> list[str]:
         """The sweep: auto-close every expired active session; returns their ids."""
@@ -177,87 +180,106 @@ class ILabMemory:
     # -- observations --------------------------------------------------------------------
 
     def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
-                 topic_key: str | None = None, metadata: dict | None = None):
-        """Create, revise (same topic_key) or count a duplicate; returns SaveResult."""
+                 topic_key: str | None = None, metadata: dict | None = None, scope: str = ""):
+        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult."""
         from .services.observations import observation_save
 
         return observation_save(
             user_id=user_id, title=title, content=content, type=type, topic_key=topic_key,
-            metadata=metadata, **self._kwargs(),
+            metadata=metadata, scope=scope, **self._kwargs(),
         )
 
-    def mem_get_observation(self, user_id: str, observation_id: str):
+    def mem_get_observation(self, user_id: str, observation_id: str, *, scope=""):
         from . import selectors, types
 
-        observation = selectors.observation_get(user_id=user_id, observation_id=observation_id, **self._kwargs())
+        observation = selectors.observation_get(
+            user_id=user_id, observation_id=observation_id, scope=scope, **self._kwargs()
+        )
         return types.observation_record(observation)
 
-    def mem_revisions(self, user_id: str, observation_id: str):
+    def mem_revisions(self, user_id: str, observation_id: str, *, scope=""):
         """The observation's earlier versions, newest first."""
         from . import selectors
 
-        return selectors.observation_revisions(user_id=user_id, observation_id=observation_id, **self._kwargs())
+        return selectors.observation_revisions(
+            user_id=user_id, observation_id=observation_id, scope=scope, **self._kwargs()
+        )
 
-    def mem_update(self, user_id: str, observation_id: str, **fields):
-        """Replace title/content/type/topic_key/metadata, keeping the old version in history."""
+    def mem_update(self, user_id: str, observation_id: str, *, scope: str = "", **fields):
+        """Replace title/content/type/topic_key/metadata, keeping the old version in history.
+        The observation must be in ``scope`` (``"*"``: any of the user's)."""
         from .services.observations import observation_update
 
         unknown = set(fields) - {"title", "content", "type", "topic_key", "metadata"}
         if unknown:
             raise ValidationError(sorted(unknown)[0], "is not a field that can be updated.", code="unknown_field")
-        return observation_update(user_id=user_id, observation_id=observation_id, **fields, **self._kwargs())
+        return observation_update(
+            user_id=user_id, observation_id=observation_id, scope=scope, **fields, **self._kwargs()
+        )
 
-    def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False):
+    def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False, scope: str = ""):
+        """Soft (or ``hard``) delete; the observation must be in ``scope`` (``"*"``: any of the user's)."""
         from .services.observations import observation_delete
 
-        return observation_delete(user_id=user_id, observation_id=observation_id, hard=hard, **self._kwargs())
+        return observation_delete(
+            user_id=user_id, observation_id=observation_id, hard=hard, scope=scope, **self._kwargs()
+        )
 
-    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None):
-        """Full-text search of the user's live observations, best first (SearchScore); ``limit``
-        defaults to the SEARCH_DEFAULT_LIMIT setting."""
+    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
+                   scope=""):
+        """Full-text search of the user's live observations in what ``scope`` reads, best first
+        (SearchScore); ``limit`` defaults to the SEARCH_DEFAULT_LIMIT setting."""
         from .services.search import observation_search
 
-        return observation_search(user_id=user_id, query=query, type=type, limit=limit, **self._kwargs())
+        return observation_search(
+            user_id=user_id, query=query, type=type, limit=limit, scope=scope, **self._kwargs()
+        )
 
-    def mem_context(self, user_id: str, *, limit: int | None = None):
+    def mem_context(self, user_id: str, *, limit: int | None = None, scope=""):
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
         CONTEXT_MEMORIES setting, as at session start."""
         from . import selectors
 
         limit = self._config().CONTEXT_MEMORIES if limit is None else limit
-        return selectors.context_memories(user_id=user_id, limit=limit, **self._kwargs())
+        return selectors.context_memories(user_id=user_id, limit=limit, scope=scope, **self._kwargs())
 
-    def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5):
+    def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5, scope=""):
         from . import selectors
 
         return selectors.observation_timeline(
-            user_id=user_id, observation_id=observation_id, before=before, after=after, **self._kwargs()
+            user_id=user_id, observation_id=observation_id, before=before, after=after, scope=scope,
+            **self._kwargs(),
         )
 
-    def mem_stats(self, user_id: str):
+    def mem_stats(self, user_id: str, *, scope=""):
+        """Counts of what ``scope`` reads (``"*"``: all of the user's), with live memories per scope."""
         from . import selectors
 
-        return selectors.stats(user_id=user_id, **self._kwargs())
+        return selectors.stats(user_id=user_id, scope=scope, **self._kwargs())
 
     # -- the user's data -----------------------------------------------------------------
 
-    def mem_export(self, user_id: str) -> dict:
-        """Everything the user has (sessions, observations, revisions) as a versioned dict."""
+    def mem_export(self, user_id: str, *, scope="*") -> dict:
+        """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
+        scope) as a versioned dict; each record names its scope."""
         from .services.data import user_export
 
-        return user_export(user_id=user_id, **self._kwargs())
+        return user_export(user_id=user_id, scope=scope, **self._kwargs())
 
-    def mem_import(self, user_id: str, data: dict) -> dict:
-        """Add an export's rows the user lacks; idempotent; ValidationError, nothing written, on a bad one."""
+    def mem_import(self, user_id: str, data: dict, *, scope: str | None = None) -> dict:
+        """Add an export's rows the user lacks, each into its record's scope (an export without
+        scopes: the shared space), or all into ``scope`` when given; idempotent;
+        ValidationError, nothing written, on a bad one."""
         from .services.data import user_import
 
-        return user_import(user_id=user_id, data=data, **self._kwargs())
+        return user_import(user_id=user_id, data=data, scope=scope, **self._kwargs())
 
-    def mem_forget_user(self, user_id: str) -> dict[str, int]:
-        """Erase every row of the user in one transaction; returns the counts per kind."""
+    def mem_forget_user(self, user_id: str, *, scope: str = "*") -> dict[str, int]:
+        """Erase every row of the user (or only of one ``scope``) in one transaction; returns
+        the counts per kind."""
         from .services.data import user_forget
 
-        return user_forget(user_id=user_id, **self._kwargs())
+        return user_forget(user_id=user_id, scope=scope, **self._kwargs())
 
 
 # What a migration says when another process applied it first: it created what this one

@@ -52,6 +52,13 @@ def resolve_user_id(request) -> str:
 NOT_NAMED = object()  # the request names no user_id (a JSON null is named, and refused)
 
 
+def bound_scope(user) -> str | None:
+    """The one scope ``user`` (an account) is bound to by ``ACCOUNT_SCOPES``, or None (unbound)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    return get_config().ACCOUNT_SCOPES.get(user.get_username())
+
+
 def acting_user_id(request, requested=NOT_NAMED) -> str:
     """The user_id a request acts for: its own, or ``requested`` when its user may act for anyone.
 
