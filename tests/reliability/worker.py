@@ -3,7 +3,9 @@
     python worker.py sqlite PATH  MODE [options]   embedded, ILabMemory.from_path(PATH)
     python worker.py pg     JSON  MODE [options]   a site on the PostgreSQL database described by JSON
 
-Modes: ``mixed`` (random start/save/summary/end), ``saves`` (save until killed), ``start``.
+Modes: ``mixed`` (random start/save/summary/end), ``saves`` (save until killed), ``start``,
+``scopes`` (start and save in each of ``--scopes`` in a random order, ``--ops`` rounds, from
+the moment ``--at``, so processes race for the same (user, scope)).
 Every acknowledged call is one JSON line on stdout, flushed before the next call, so a parent
 that kills this process knows exactly which writes were acknowledged.
 """
@@ -73,11 +75,23 @@ def saves(mem, *, user: str, tag: str) -> None:
         n += 1
 
 
+def scopes(mem, *, user: str, scopes: list[str], rounds: int, seed: int, tag: str) -> None:
+    rng = random.Random(seed)
+    for n in range(rounds):
+        for scope in rng.sample(scopes, len(scopes)):
+            emit(op="start", user=user, scope=scope, session=mem.mem_session_start(user, scope=scope).session_id)
+            result = mem.mem_save(user, f"{tag}-{scope}-{n}", f"body {tag} {n}", scope=scope)
+            emit(op="save", user=user, scope=scope, id=result.observation.id, action=result.action,
+                 title=f"{tag}-{scope}-{n}", session=result.observation.session_id)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("backend", choices=["sqlite", "pg"])
     parser.add_argument("target")
-    parser.add_argument("mode", choices=["mixed", "saves", "start"])
+    parser.add_argument("mode", choices=["mixed", "saves", "start", "scopes"])
+    parser.add_argument("--scopes", default="")
+    parser.add_argument("--at", type=float, default=0.0, help="a time.time() to begin at")
     parser.add_argument("--users", default="agent-user")
     parser.add_argument("--ops", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
@@ -85,8 +99,13 @@ def main() -> None:
     args = parser.parse_args()
     mem = open_memory(args.backend, args.target)
     users = args.users.split(",")
+    import time
+
+    time.sleep(max(0.0, args.at - time.time()))
     if args.mode == "mixed":
         mixed(mem, users=users, ops=args.ops, seed=args.seed, tag=args.tag)
+    elif args.mode == "scopes":
+        scopes(mem, user=users[0], scopes=args.scopes.split(","), rounds=args.ops, seed=args.seed, tag=args.tag)
     elif args.mode == "saves":
         saves(mem, user=users[0], tag=args.tag)
     else:
