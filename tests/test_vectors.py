@@ -93,3 +93,22 @@ def test_the_cache_is_bounded_in_bytes_least_recent_out_first(tmem):
         vectors.similarities(user_id=user, model_id=MODEL, dimensions=RecordingEmbedder.dimensions,
                              query=RecordingEmbedder().embed_query("tea"), n=5, using="default", max_bytes=2 * per_user)
     assert [key[1] for key in vectors.matrices._entries] == ["bob", "carol"]
+
+
+def test_the_lookup_keeps_to_the_scopes_it_is_given(tmem):
+    shared = tmem.mem_save("alice", "Green tea", "Green tea in the morning.").observation
+    coding = tmem.mem_save("alice", "Green tea", "Green tea while coding.", scope="coding").observation
+    support = tmem.mem_save("alice", "Green tea", "Green tea for support.", scope="support").observation
+    embedding.embed_waiting()
+    query = RecordingEmbedder().embed_query("green tea")
+
+    def found(scopes, also=()):
+        return {str(pk) for pk in vectors.similarities(
+            user_id="alice", scopes=scopes, model_id=MODEL, dimensions=RecordingEmbedder.dimensions, query=query,
+            n=10, also=also, using="default", max_bytes=1 << 30)}
+
+    assert found(("coding", "")) == {shared.id, coding.id}
+    assert found(None) == {shared.id, coding.id, support.id}
+    # A candidate found by words in another scope gets no cosine either.
+    assert found(("support",), also=[ObservationVector.objects.get(observation_id=coding.id).observation_id]) == {
+        support.id}
