@@ -6,7 +6,8 @@
     .venv/bin/python -m benchmarks.perf --quick                           # small sizes, a minute or two
 
 Phases (``perf_core``, ``perf_hybrid``, ``perf_http``): ``writes`` (start, save, revise, end),
-``reads`` (context, words-only search), ``hybrid`` (search with the query embedded, searches
+``reads`` (context, words-only search), ``scopes`` (the same calls in the shared space and in a
+scope, side by side), ``hybrid`` (search with the query embedded, searches
 during an embedding backlog, embedding throughput), ``http`` (the API through the WSGI handler,
 its reads beside DRF's generic views). Each phase runs on each engine in a process of its own,
 on a new database; with ``DATABASE_URL`` set, both engines run in the same invocation.
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-PHASES = ("writes", "reads", "hybrid", "http")
+PHASES = ("writes", "reads", "scopes", "hybrid", "http")
 
 
 def parse_args(argv):
@@ -67,8 +68,8 @@ def run_phase(args) -> dict:
         from . import perf_core
 
         mem = perf_env.library(embedding_mode="inline")
-        perf_core.load(args.sizes)
-        measure = perf_core.writes if args.phase == "writes" else perf_core.reads
+        perf_core.load(args.sizes, scoped=args.phase == "scopes")
+        measure = {"writes": perf_core.writes, "reads": perf_core.reads, "scopes": perf_core.scopes}[args.phase]
         results = measure(mem, sizes=args.sizes, iterations=args.iterations)
     return {"phase": args.phase, "versions": perf_env.versions(), "results": results}
 

@@ -45,8 +45,9 @@ def queries() -> dict:
     }
 
 
-def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[str, int] | None = None):
-    """Add ``count`` memories of ``user_id``, in sessions, in batches."""
+def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[str, int] | None = None,
+                  scope: str = ""):
+    """Add ``count`` memories of ``user_id`` in ``scope``, in sessions, in batches."""
     from django.db import transaction
     from django.utils import timezone
 
@@ -62,15 +63,15 @@ def write_history(user_id: str, count: int, *, seed: int = SEED, vectors: tuple[
                 at = first + step * j
                 if j % PER_SESSION == 0:
                     end = first + step * min(j + PER_SESSION - 1, count - 1)
-                    sessions.append(Session(user_id=user_id, status=SessionStatus.COMPLETED, started_at=at,
+                    sessions.append(Session(user_id=user_id, scope=scope, status=SessionStatus.COMPLETED, started_at=at,
                                             last_activity_at=end, ended_at=end, summary="bench"))
                 content = f"{rng.choice(corpus.sentences)} {rare_term(user_id, j // RARE_SPAN)}"
                 if rng.random() < 0.9:
                     content += f" {COMMON_TERM}"
                 observations.append(Observation(
-                    user_id=user_id, session=sessions[-1], type=TYPES[j % len(TYPES)],
+                    user_id=user_id, scope=scope, session=sessions[-1], type=TYPES[j % len(TYPES)],
                     title=rng.choice(corpus.titles), content=content,
-                    dedupe_hash=hashlib.sha256(f"{user_id}:{j}".encode()).hexdigest(),
+                    dedupe_hash=hashlib.sha256(f"{user_id}:{scope}:{j}".encode()).hexdigest(),
                     created_at=at, updated_at=at, last_seen_at=at,
                 ))
             Session.objects.bulk_create(sessions)
@@ -99,6 +100,6 @@ def random_vectors(observations, model_id: str, dimensions: int, *, now, rng: ra
 
     matrix = np.random.default_rng(rng.getrandbits(32)).standard_normal((len(observations), dimensions))
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    return [ObservationVector(observation=o, user_id=o.user_id, model_id=model_id, dimensions=dimensions,
+    return [ObservationVector(observation=o, user_id=o.user_id, scope=o.scope, model_id=model_id, dimensions=dimensions,
                               vector=pack(row), queued_at=now, embedded_at=now)
             for o, row in zip(observations, matrix)]

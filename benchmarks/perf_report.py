@@ -43,6 +43,13 @@ def notes(runs: list[dict]) -> list[str]:
                 a, b = by_op[ours]["per_second"], by_op[drf]["per_second"]
                 endpoint = ours.replace(" (ours)", "")
                 out.append(f"- {engine}: {endpoint} {a:.0f}/s against DRF's {b:.0f}/s: {a / b:.2f}×")
+        scoped = {(r["size"], r["op"]): r for r in run["results"] if r["group"] == "scopes"}
+        for (size, op), r in scoped.items():
+            if op.endswith("(shared)") and (size, op.replace("(shared)", "(scope support)")) in scoped:
+                other = scoped[size, op.replace("(shared)", "(scope support)")]
+                out.append(f"- {engine}, {size:,} memories: {op.removesuffix(' (shared)')} in a scope "
+                           f"p50 {ms(other['p50'])} ms against {ms(r['p50'])} ms unscoped: "
+                           f"{other['p50'] / r['p50']:.2f}×")
         for r in run["results"]:
             if r["group"] == "throughput":
                 out.append(f"- {engine}: embedding {r['memories']} memories: {r['per_second']:.1f} "
