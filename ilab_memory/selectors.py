@@ -62,7 +62,7 @@ def _user(user_id, config: Config | None) -> str:
     return clean_user_id(user_id, limit=(config or get_config()).MAX_USER_ID_CHARS)
 
 
-def reach(scope, config: Config | None) -> Reach:
+def reach_of(scope, config: Config | None) -> Reach:
     """What a read of ``scope`` sees (``scopes.clean_reach``); a Reach passes as it is."""
     return scope if isinstance(scope, Reach) else clean_reach(scope, config=config or get_config())
 
@@ -86,8 +86,8 @@ def context_memories(
     config = config or get_config()
     user_id, limit = _user(user_id, config), CONTEXT_LIMIT.clean(limit, config)
     ranked = sql.ranked_context(
-        user_id, reach(scope, config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS, head_chars=config.PREVIEW_CHARS + 1,
-        candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
+        user_id, reach_of(scope, config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS,
+        head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
     )
     return [
         observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=scoring.context_score(row)) for row in ranked
@@ -101,7 +101,7 @@ def session_observation_count(session_id, *, using: str = "default") -> int:
 def observation_get(*, user_id: str, observation_id, scope="", config: Config | None = None,
                     using: str = "default") -> Observation:
     """The user's live observation in what ``scope`` reaches; anything else raises ObservationNotFound."""
-    user_id, seen = _user(user_id, config), reach(scope, config)
+    user_id, seen = _user(user_id, config), reach_of(scope, config)
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
         return Observation.objects.using(using).live_for_user(user_id).filter(**seen.filter()).get(pk=pk)
@@ -152,10 +152,11 @@ def observation_timeline(
 
 def session_get(*, user_id: str, session_id, scope="", config: Config | None = None,
                 using: str = "default") -> SessionRecord:
-    user_id, seen = _user(user_id, config), reach(scope, config)
+    user_id, seen = _user(user_id, config), reach_of(scope, config)
     pk = parse_uuid(session_id, SessionNotFound)
     try:
-        session = Session.objects.using(using).for_user(user_id).filter(**seen.filter()).with_observation_count().get(pk=pk)
+        sessions = Session.objects.using(using).for_user(user_id).filter(**seen.filter())
+        session = sessions.with_observation_count().get(pk=pk)
     except Session.DoesNotExist:
         raise SessionNotFound("No such session.") from None
     return session_record(session, session.observation_count)
@@ -168,7 +169,7 @@ def sessions_list(
     """The user's sessions in what ``scope`` reaches, newest started first."""
     config = config or get_config()
     limit = SESSIONS_LIMIT.clean(limit, config)
-    seen = reach(scope, config)
+    seen = reach_of(scope, config)
     sessions = (Session.objects.using(using).for_user(_user(user_id, config)).filter(**seen.filter())
                 .order_by("-started_at", "-id"))
     if status is not None:
@@ -181,7 +182,7 @@ def sessions_list(
 def stats(*, user_id: str, scope="", config: Config | None = None, using: str = "default") -> MemoryStats:
     """Counts of the user's rows in what ``scope`` reaches, and its live observations per scope."""
     config = config or get_config()
-    user_id, seen = _user(user_id, config), reach(scope, config)
+    user_id, seen = _user(user_id, config), reach_of(scope, config)
     session_counts = Session.objects.using(using).for_user(user_id).filter(**seen.filter()).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),

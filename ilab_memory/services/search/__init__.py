@@ -25,7 +25,7 @@ from ...conf import Config, get_config
 from ...exceptions import ValidationError
 from ...models import Observation
 from ...scopes import Reach
-from ...selectors import reach as clean_reach
+from ...selectors import reach_of
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
@@ -68,7 +68,7 @@ def observation_search(
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     query = clean_query(query, config)
-    reach = clean_reach(scope, config)
+    reach = reach_of(scope, config)
     if type is not None:
         type = clean_type(type, allowed=None)
     limit = _clean_limit(limit, config)
