@@ -172,7 +172,7 @@ def valid_document(mem):
     ("mutate", "field"),
     [
         (lambda d: d.update(format="other"), "format"),
-        (lambda d: d.update(version=2), "version"),
+        (lambda d: d.update(version=3), "version"),
         (lambda d: d.update(version=True), "version"),
         (lambda d: d.update(extra=1), "extra"),
         (lambda d: d.update(sessions={}), "sessions"),

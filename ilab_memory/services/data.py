@@ -2,12 +2,14 @@
 
 The export format (``FORMAT``, ``VERSION``)::
 
-    {"format": "ilab_memory.export", "version": 1, "user_id": "...", "exported_at": "...",
+    {"format": "ilab_memory.export", "version": 2, "user_id": "...", "exported_at": "...",
      "sessions": [...], "observations": [...], "revisions": [...]}
 
-Ids are kept, timestamps are ISO 8601 UTC, and nothing private is in it: private blocks were
-redacted before they were stored, and an import redacts again, so a hand-edited document
-cannot smuggle one in.
+Each session and observation names its ``scope`` ("" is the user's shared space); a revision
+is in its observation's. Version 1, written before scopes, has no ``scope`` field and is still
+read: its rows go to the shared space. Ids are kept, timestamps are ISO 8601 UTC, and nothing
+private is in it: private blocks were redacted before they were stored, and an import redacts
+again, so a hand-edited document cannot smuggle one in.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus, VectorStamp
+from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_reach, clean_scope, clean_target
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
@@ -34,20 +37,21 @@ from ..validation import check_length, check_text, clean_choice, clean_type, cle
 from . import embedding
 from .observations import clean_fields, dedupe_hash
 from .privacy import redact, shown_key
-from .sessions import build_auto_summary, locked_active_session
+from .sessions import build_auto_summary
 from .transactions import atomic_with_retry
 
 FORMAT = "ilab_memory.export"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: before scopes, every row in the shared space
 CHUNK = 500  # rows per database round trip; also under SQLite's bound-parameter limit
 SPOOL_BYTES = 1 << 20  # revisions waiting for their section stay in memory up to this, then go to disk
 
 SESSION_FIELDS = (
-    "id", "status", "started_at", "last_activity_at", "ended_at", "summary", "is_auto_generated",
+    "id", "scope", "status", "started_at", "last_activity_at", "ended_at", "summary", "is_auto_generated",
     "redacted_blocks",
 )
 OBSERVATION_FIELDS = (
-    "id", "session_id", "type", "title", "content", "topic_key", "metadata", "revision_count",
+    "id", "scope", "session_id", "type", "title", "content", "topic_key", "metadata", "revision_count",
     "duplicate_count", "redacted_blocks", "created_at", "updated_at", "last_seen_at", "deleted_at",
 )
 REVISION_FIELDS = (
@@ -55,14 +59,24 @@ REVISION_FIELDS = (
     "written_at", "replaced_at",
 )
 DOCUMENT_FIELDS = ("format", "version", "user_id", "exported_at", "sessions", "observations", "revisions")
+SCOPED = {False: (), True: ("scope",)}  # the record fields a version adds: version 1 has no scope
 
 
 # -- export ------------------------------------------------------------------------------
 
 
-def _session_rows(user_id: str, *, using: str) -> Iterator[dict]:
+def export_reach(scope: Any, *, config: Config) -> Reach:
+    """What an export reads: ``ALL`` (also None, the default) every scope; a scope exactly that
+    one, without the shared space a read adds to it (an export of a scope imports back into
+    that scope alone); a list exactly those. Raises ValidationError("scope", ...) for a bad one."""
+    if scope is None or scope == ALL:
+        return EVERY_SCOPE
+    return clean_reach(scope if isinstance(scope, (list, tuple)) else [scope], config=config)
+
+
+def _session_rows(user_id: str, reach: Reach, *, using: str) -> Iterator[dict]:
     rows = (
-        Session.objects.using(using).for_user(user_id).order_by("started_at", "id")
+        Session.objects.using(using).for_user(user_id).filter(**reach.filter()).order_by("started_at", "id")
         .values(*SESSION_FIELDS).iterator(chunk_size=CHUNK)
     )
     for row in rows:
@@ -75,9 +89,10 @@ def _session_rows(user_id: str, *, using: str) -> Iterator[dict]:
         }
 
 
-def _observation_rows(user_id: str, *, using: str, history: "_History") -> Iterator[dict]:
+def _observation_rows(user_id: str, reach: Reach, *, using: str, history: "_History") -> Iterator[dict]:
     rows = (
-        Observation.objects.using(using).for_user(user_id).order_by("created_at", "id")
+        Observation.objects.using(using).for_user(user_id).filter(**reach.filter())
+        .order_by("created_at", "id")
         .values(*OBSERVATION_FIELDS).iterator(chunk_size=CHUNK)
     )
     chunk = []
@@ -135,28 +150,35 @@ class _History:
                 yield json.loads(line)
 
 
-def user_export_sections(*, user_id: str, config: Config | None = None, using: str = "default"):
-    """The document's header and three lazy row streams, read chunk by chunk.
+def user_export_sections(
+    *, user_id: str, scope: Any = ALL, config: Config | None = None, using: str = "default"
+):
+    """The document's header and three lazy row streams of what ``scope`` reaches
+    (``export_reach``), read chunk by chunk.
 
     Observations are read first, each chunk's revisions right after it, and sessions after the
     observations: nothing can point at a session that is missing (sessions are only removed by
-    ``user_forget``), so the document is self-consistent without holding a long transaction open
-    against writers.
+    ``user_forget``, and an observation stays in its session's scope), so the document is
+    self-consistent without holding a long transaction open against writers.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    reach = export_reach(scope, config=config)
     header = {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(timezone.now())}
     history = _History(user_id, using=using)
     return header, [
-        ("observations", _observation_rows(user_id, using=using, history=history)),
-        ("sessions", _session_rows(user_id, using=using)),
+        ("observations", _observation_rows(user_id, reach, using=using, history=history)),
+        ("sessions", _session_rows(user_id, reach, using=using)),
         ("revisions", history.rows()),
     ]
 
 
-def user_export(*, user_id: str, config: Config | None = None, using: str = "default") -> dict:
-    """Everything ``user_id`` has, as a versioned JSON-ready dict. Raises ValidationError for a bad user_id."""
-    header, sections = user_export_sections(user_id=user_id, config=config, using=using)
+def user_export(
+    *, user_id: str, scope: Any = ALL, config: Config | None = None, using: str = "default"
+) -> dict:
+    """Everything ``user_id`` has in ``scope`` (default: every scope), as a versioned JSON-ready
+    dict. Raises ValidationError for a bad user_id or scope."""
+    header, sections = user_export_sections(user_id=user_id, scope=scope, config=config, using=using)
     document = dict(header)
     for name, rows in sections:
         document[name] = list(rows)
@@ -164,13 +186,14 @@ def user_export(*, user_id: str, config: Config | None = None, using: str = "def
 
 
 def user_export_json(
-    *, user_id: str, config: Config | None = None, using: str = "default", progress=None
+    *, user_id: str, scope: Any = ALL, config: Config | None = None, using: str = "default", progress=None
 ) -> Iterator[str]:
     """The export as JSON text in pieces, one row at a time: for files and streaming responses.
 
-    ``progress``, if given, is called with 1 for each row written.
+    ``progress``, if given, is called with 1 for each row written. A bad user_id or scope
+    raises ValidationError when the first piece is asked for.
     """
-    header, sections = user_export_sections(user_id=user_id, config=config, using=using)
+    header, sections = user_export_sections(user_id=user_id, scope=scope, config=config, using=using)
     yield json.dumps(header, ensure_ascii=False)[:-1]
     for name, rows in sections:
         yield f', "{name}": ['
@@ -248,9 +271,25 @@ def _rows(document: dict, name: str) -> list:
     return rows
 
 
-def _clean_session(field: str, row: Any, *, config: Config) -> dict:
+def _record_scope(field: str, row: dict, *, target: str | None, config: Config) -> str:
+    """The scope a record goes to: ``target`` when the import names one (the record's own is not
+    read then, so a document moves between sites with different SCOPES), else its own."""
+    if target is not None:
+        return target
+    value = row.get("scope", SHARED)
+    if value is None:
+        _fail(f"{field}.scope", "must be a string (empty for the shared space).", "invalid_type")
+    try:
+        return clean_scope(value, config=config)
+    except ValidationError as error:
+        raise ValidationError(
+            f"{field}.scope", error.message, code=error.code, limit=error.limit, size=error.size
+        ) from None
+
+
+def _clean_session(field: str, row: Any, *, config: Config, target: str | None, scoped: bool) -> dict:
     _require_object(field, row, required=("id", "status", "started_at", "last_activity_at"),
-                    optional=("ended_at", "summary", "is_auto_generated", "redacted_blocks"))
+                    optional=("ended_at", "summary", "is_auto_generated", "redacted_blocks", *SCOPED[scoped]))
     status = clean_choice(f"{field}.status", row["status"], allowed=SessionStatus.values)
     ended_at = _timestamp(f"{field}.ended_at", row.get("ended_at"), nullable=True)
     if (status == SessionStatus.ACTIVE) != (ended_at is None):
@@ -267,6 +306,7 @@ def _clean_session(field: str, row: Any, *, config: Config) -> dict:
         _fail(f"{field}.summary", "is required when is_auto_generated is true.", "required")
     return {
         "id": _uuid(f"{field}.id", row["id"]),
+        "scope": _record_scope(field, row, target=target, config=config),
         "status": status,
         "started_at": _timestamp(f"{field}.started_at", row["started_at"]),
         "last_activity_at": _timestamp(f"{field}.last_activity_at", row["last_activity_at"]),
@@ -293,12 +333,12 @@ def _clean_text_fields(field: str, row: dict, *, config: Config, allowed_types) 
     return {**fields.values, "type": type_}, fields.redacted_blocks
 
 
-def _clean_observation(field: str, row: Any, *, config: Config) -> dict:
+def _clean_observation(field: str, row: Any, *, config: Config, target: str | None, scoped: bool) -> dict:
     _require_object(
         field, row,
         required=("id", "session_id", "title", "content", "created_at"),
         optional=("type", "topic_key", "metadata", "revision_count", "duplicate_count", "redacted_blocks",
-                  "updated_at", "last_seen_at", "deleted_at"),
+                  "updated_at", "last_seen_at", "deleted_at", *SCOPED[scoped]),
     )
     values, blocks = _clean_text_fields(field, row, config=config, allowed_types=config.OBSERVATION_TYPES)
     created_at = _timestamp(f"{field}.created_at", row["created_at"])
@@ -306,6 +346,7 @@ def _clean_observation(field: str, row: Any, *, config: Config) -> dict:
     return {
         **values,
         "id": _uuid(f"{field}.id", row["id"]),
+        "scope": _record_scope(field, row, target=target, config=config),
         "session_id": _uuid(f"{field}.session_id", row["session_id"]),
         "revision_count": _count(f"{field}.revision_count", row.get("revision_count", 1), minimum=1),
         "duplicate_count": _count(f"{field}.duplicate_count", row.get("duplicate_count", 1), minimum=1),
@@ -336,49 +377,67 @@ def _clean_revision(field: str, row: Any, *, config: Config) -> dict:
     }
 
 
-def clean_document(data: Any, *, config: Config) -> tuple[list, list, list]:
+def clean_document(data: Any, *, config: Config, scope: str | None = None) -> tuple[list, list, list]:
     """Every row of an export document validated, redacted and limit-checked; nothing is written.
 
-    Raises ValidationError naming the first bad field (``observations[3].title``).
+    Each session and observation gets its ``scope``: ``scope`` when given (already clean),
+    else the record's own (version 1: the shared space). Raises ValidationError naming the
+    first bad field (``observations[3].title``).
     """
     document = _require_object("", data, required=("format", "version"), optional=DOCUMENT_FIELDS)
     if document["format"] != FORMAT:
         _fail("format", f"must be {FORMAT!r}.", "invalid_format")
-    if document["version"] != VERSION or isinstance(document["version"], bool):
-        _fail("version", f"must be {VERSION}; this version of ilab_memory reads no other.", "unsupported_version")
-    sessions = [_clean_session(f"sessions[{i}]", row, config=config) for i, row in enumerate(_rows(document, "sessions"))]
+    version = document["version"]
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        readable = ", ".join(map(str, READABLE_VERSIONS))
+        _fail("version", f"must be one of {readable}; this version of ilab_memory reads no other.",
+              "unsupported_version")
+    scoped = version >= 2
+    sessions = [
+        _clean_session(f"sessions[{i}]", row, config=config, target=scope, scoped=scoped)
+        for i, row in enumerate(_rows(document, "sessions"))
+    ]
     observations = [
-        _clean_observation(f"observations[{i}]", row, config=config)
+        _clean_observation(f"observations[{i}]", row, config=config, target=scope, scoped=scoped)
         for i, row in enumerate(_rows(document, "observations"))
     ]
     revisions = [
         _clean_revision(f"revisions[{i}]", row, config=config) for i, row in enumerate(_rows(document, "revisions"))
     ]
-    _check_references(sessions, observations, revisions)
+    _check_references(sessions, observations, revisions, merged=scope is not None)
     return sessions, observations, revisions
 
 
-def _check_references(sessions: list, observations: list, revisions: list) -> None:
-    """Unique ids, rows that point at rows of the document, and the document's own invariants."""
-    session_ids = set()
+def _check_references(sessions: list, observations: list, revisions: list, *, merged: bool) -> None:
+    """Unique ids, rows that point at rows of the document, and the document's own invariants.
+
+    ``merged``: every row goes to one scope the import names, so the document's scopes meet
+    there; several active sessions or live topics that meet are resolved when written
+    (``user_import``), not refused.
+    """
+    session_scopes: dict = {}
     for i, session in enumerate(sessions):
-        if session["id"] in session_ids:
+        if session["id"] in session_scopes:
             _fail(f"sessions[{i}].id", "appears twice in the document.", "duplicate_id")
-        session_ids.add(session["id"])
-    if sum(1 for s in sessions if s["status"] == SessionStatus.ACTIVE) > 1:
-        _fail("sessions", "hold more than one active session.", "several_active_sessions")
+        session_scopes[session["id"]] = session["scope"]
+    active = [s["scope"] for s in sessions if s["status"] == SessionStatus.ACTIVE]
+    if not merged and len(active) > len(set(active)):
+        _fail("sessions", "hold more than one active session in one scope.", "several_active_sessions")
     observation_ids, live_topics = set(), set()
     for i, observation in enumerate(observations):
         if observation["id"] in observation_ids:
             _fail(f"observations[{i}].id", "appears twice in the document.", "duplicate_id")
         observation_ids.add(observation["id"])
-        if observation["session_id"] not in session_ids:
+        if observation["session_id"] not in session_scopes:
             _fail(f"observations[{i}].session_id", "names no session of the document.", "unknown_session")
-        topic = observation["topic_key"]
-        if topic is not None and observation["deleted_at"] is None:
+        if observation["scope"] != session_scopes[observation["session_id"]]:
+            _fail(f"observations[{i}].scope", "must be the scope of its session: an observation stays in the "
+                  "scope of the session that wrote it.", "scope_mismatch")
+        topic = (observation["scope"], observation["topic_key"])
+        if topic[1] is not None and observation["deleted_at"] is None and not merged:
             if topic in live_topics:
-                _fail(f"observations[{i}].topic_key", "is used by another live observation of the document.",
-                      "topic_key_taken")
+                _fail(f"observations[{i}].topic_key", "is used by another live observation of the document "
+                      "in the same scope.", "topic_key_taken")
             live_topics.add(topic)
     revision_keys = set()
     for i, revision in enumerate(revisions):
@@ -399,54 +458,99 @@ def _chunks(items: list, size: int = CHUNK) -> Iterator[list]:
 
 
 def _owners(model, ids: list, *, using: str) -> dict:
-    """id -> user_id for the ids that already exist, read in chunks."""
+    """id -> (user_id, scope) for the ids that already exist, read in chunks."""
     owners = {}
     for chunk in _chunks(ids):
-        owners.update(model.objects.using(using).filter(pk__in=chunk).values_list("pk", "user_id"))
+        rows = model.objects.using(using).filter(pk__in=chunk).values_list("pk", "user_id", "scope")
+        owners.update((pk, (user_id, scope)) for pk, user_id, scope in rows)
     return owners
 
 
 def _refuse_foreign(kind: str, rows: list, owners: dict, user_id: str) -> None:
     for i, row in enumerate(rows):
         owner = owners.get(row["id"])
-        if owner is not None and owner != user_id:
+        if owner is not None and owner[0] != user_id:
             _fail(f"{kind}[{i}].id", "is already taken by a row of another user; nothing was imported.",
                   "id_taken")
 
 
-def user_import(*, user_id: str, data: Any, config: Config | None = None, using: str = "default") -> dict:
+def _refuse_scope_moves(observations: list, observation_owners: dict, session_owners: dict) -> None:
+    """A new observation whose session the user already has, in another scope (the document was
+    imported before into another scope): it would leave its session's scope."""
+    for i, observation in enumerate(observations):
+        if observation["id"] in observation_owners:
+            continue
+        owner = session_owners.get(observation["session_id"])
+        if owner is not None and owner[1] != observation["scope"]:
+            _fail(f"observations[{i}].session_id", "names a session this user already has in another scope; "
+                  "nothing was imported.", "scope_mismatch")
+
+
+def _scopes_with_an_active_session(user_id: str, scopes: list, *, using: str) -> set:
+    """Which of ``scopes`` already hold an active session of the user, those sessions locked.
+
+    The shared space's lock is held already (``user_import``). Another scope is not locked
+    by name: a document may hold many, and each advisory lock takes a slot of PostgreSQL's
+    shared lock table. A ``session_start`` that opens that scope's first session meanwhile
+    meets the import at the one-active-session constraint, and the loser's retry sees the
+    winner's session.
+    """
+    busy: set = set()
+    for chunk in _chunks(scopes):
+        busy.update(
+            Session.objects.using(using).select_for_update().for_user(user_id).active()
+            .filter(scope__in=chunk).values_list("scope", flat=True)
+        )
+    return busy
+
+
+def user_import(
+    *, user_id: str, data: Any, scope: str | None = None, config: Config | None = None, using: str = "default"
+) -> dict:
     """Add the rows of an export document that ``user_id`` does not have yet; returns counts.
 
-    Validates the whole document first (ValidationError, nothing written); rows already present
-    are skipped, so importing the same document twice adds nothing. Raises ValidationError when
-    an id belongs to another user.
+    Each row goes to its record's scope (a version 1 document: the shared space), or every row
+    to ``scope`` when given. Validates the whole document first (ValidationError, nothing
+    written); rows already present are skipped, so importing the same document twice adds
+    nothing. Raises ValidationError when an id belongs to another user, or when a new
+    observation's session is one the user has in another scope.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    sessions, observations, revisions = clean_document(data, config=config)
+    target = None if scope is None else clean_scope(scope, config=config)
+    cleaned_sessions, cleaned_observations, revisions = clean_document(data, config=config, scope=target)
 
     def run():
+        # Copies: a retry starts again from the document, not from rows the last attempt changed.
+        sessions = [dict(s) for s in cleaned_sessions]
+        observations = [dict(o) for o in cleaned_observations]
         now = timezone.now()
-        active = locked_active_session(user_id, using=using)  # serializes with session_start
+        # Imports of one user queue here, and with session_start in the shared space.
+        lock_user(user_id, using=using)
         session_owners = _owners(Session, [s["id"] for s in sessions], using=using)
         observation_owners = _owners(Observation, [o["id"] for o in observations], using=using)
         _refuse_foreign("sessions", sessions, session_owners, user_id)
         _refuse_foreign("observations", observations, observation_owners, user_id)
+        _refuse_scope_moves(observations, observation_owners, session_owners)
 
         new_sessions = [s for s in sessions if s["id"] not in session_owners]
+        arriving = sorted({s["scope"] for s in new_sessions if s["status"] == SessionStatus.ACTIVE})
+        busy = _scopes_with_an_active_session(user_id, arriving, using=using)
         closed, to_auto_summarize = 0, []
-        for session in new_sessions:
-            if session["status"] != SessionStatus.ACTIVE:
-                continue
+        for session in _latest_first([s for s in new_sessions if s["status"] == SessionStatus.ACTIVE],
+                                     "last_activity_at"):
             expires_at = session["last_activity_at"] + timedelta(hours=config.SESSION_TIMEOUT_HOURS)
-            if active is not None or expires_at < now:
-                # One active session per user: the one already here wins; an imported active
-                # session is closed with the auto-close rules, at the latest now.
+            if session["scope"] in busy or expires_at < now:
+                # One active session per (user, scope): the one already here wins, then the
+                # document's latest (several meet in the scope an import names); an imported
+                # active session is closed with the auto-close rules, at the latest now.
                 session["status"], session["ended_at"] = SessionStatus.COMPLETED, min(expires_at, now)
                 closed += 1
                 if not session["summary"] or session["is_auto_generated"]:
                     session["summary"], session["is_auto_generated"] = None, False
                     to_auto_summarize.append(session["id"])
+            else:
+                busy.add(session["scope"])
         Session.objects.using(using).bulk_create(
             [Session(user_id=user_id, **s) for s in new_sessions], batch_size=CHUNK
         )
@@ -461,6 +565,7 @@ def user_import(*, user_id: str, data: Any, config: Config | None = None, using:
             ],
             batch_size=CHUNK,
         )
+        # Each vector row carries its observation's scope (embedding.queue copies it).
         embedding.queue([o for o in created if o.deleted_at is None], now=now, config=config, using=using)
 
         # History of an observation the user already had is kept as it is: it has its own.
@@ -489,23 +594,33 @@ def user_import(*, user_id: str, data: Any, config: Config | None = None, using:
     return atomic_with_retry(run, using=using)
 
 
-def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, using: str) -> int:
-    """Import as soft-deleted a live observation whose topic_key a live one here already uses.
+def _latest_first(rows: list, field: str) -> list:
+    return sorted(rows, key=lambda row: (row[field], str(row["id"])), reverse=True)
 
-    The memory the user has now wins; the imported one stays restorable once the topic is free.
+
+def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, using: str) -> int:
+    """Import as soft-deleted a live observation whose topic_key a live one of the same scope
+    here already uses, or a later one of the document (several meet in the scope an import names).
+
+    The memory the user has now wins, then the one updated last; the others stay restorable
+    once the topic is free.
     """
     wanted = {o["topic_key"] for o in observations if o["topic_key"] is not None and o["deleted_at"] is None}
     taken = set()
     for chunk in _chunks(sorted(wanted)):
+        # The topic in any of the user's scopes: a few more rows than needed, one query a chunk.
         taken.update(
             Observation.objects.using(using).live_for_user(user_id).filter(topic_key__in=chunk)
-            .values_list("topic_key", flat=True)
+            .values_list("scope", "topic_key")
         )
     hidden = 0
-    for observation in observations:
-        if observation["deleted_at"] is None and observation["topic_key"] in taken:
+    for observation in _latest_first([o for o in observations if o["deleted_at"] is None], "updated_at"):
+        topic = (observation["scope"], observation["topic_key"])
+        if topic in taken:
             observation["deleted_at"] = now
             hidden += 1
+        elif topic[1] is not None:
+            taken.add(topic)
     return hidden
 
 
@@ -536,37 +651,58 @@ def _forget_admin_log_labels(model, pks) -> None:
             batch = []
 
 
-def user_forget(*, user_id: str, config: Config | None = None, using: str = "default") -> dict[str, int]:
-    """Erase every row of ``user_id`` (sessions, observations, revisions, index entries) in one
-    transaction; returns how many of each were deleted. Raises ValidationError for a bad user_id."""
+def user_forget(
+    *, user_id: str, scope: str = ALL, config: Config | None = None, using: str = "default"
+) -> dict[str, int]:
+    """Erase every row of ``user_id`` (sessions, observations, revisions, index entries), or
+    with a ``scope`` only that scope's, in one transaction; returns how many of each were
+    deleted. Raises ValidationError for a bad user_id or scope (``"*"``, the default, and None
+    mean the whole user).
+
+    ``user_forgotten`` is sent for the whole user only: its receivers erase the user elsewhere,
+    which one scope's erasure must not set off.
+    """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
+    scope = ALL if scope is None else clean_target(scope, config=config)
+    whole_user = scope == ALL
+    part = {} if whole_user else {"scope": scope}
     connection = connections[using]
     sqlite = connection.vendor == "sqlite"
+
     def run():
-        lock_user(user_id, using=using)  # a writer opening a session for this user waits
+        # A writer opening a session in the shared space (or in the erased scope) waits here.
+        lock_user(user_id, SHARED if whole_user else scope, using=using)
         # A writer on the fast path holds its session's row lock instead (sql.bump_live_session): lock
-        # every session row, so one in flight commits first (the deletes below then see its
+        # every session row erased, so one in flight commits first (the deletes below then see its
         # rows) and the next one waits, then finds no session and opens one after the erasure.
-        session_ids = list(
-            Session.objects.using(using).select_for_update().for_user(user_id).values_list("pk", flat=True)
-        )
+        sessions_erased = Session.objects.using(using).for_user(user_id).filter(**part)
+        observations_erased = Observation.objects.using(using).for_user(user_id).filter(**part)
+        session_ids = list(sessions_erased.select_for_update().values_list("pk", flat=True))
         _forget_admin_log_labels(Session, session_ids)
-        _forget_admin_log_labels(
-            Observation, Observation.objects.using(using).for_user(user_id).values_list("pk", flat=True).iterator()
-        )
+        _forget_admin_log_labels(Observation, observations_erased.values_list("pk", flat=True).iterator())
+        of_observation = {f"observation__{name}": value for name, value in part.items()}
         # Children first, so each count is of that kind of row alone, not of a cascade.
-        revisions = ObservationRevision.objects.using(using).filter(user_id=user_id).delete()[0]
-        revisions += ObservationRevision.objects.using(using).filter(observation__user_id=user_id).delete()[0]
-        vectors = ObservationVector.objects.using(using).filter(user_id=user_id).delete()[0]
-        vectors += ObservationVector.objects.using(using).filter(observation__user_id=user_id).delete()[0]
-        VectorStamp.objects.using(using).filter(user_id=user_id).delete()
-        observations = Observation.objects.using(using).for_user(user_id).delete()[0]
-        sessions = Session.objects.using(using).for_user(user_id).delete()[0]
+        revisions = ObservationRevision.objects.using(using)
+        revisions = (revisions.filter(user_id=user_id, **of_observation).delete()[0]
+                     + revisions.filter(observation__user_id=user_id, **of_observation).delete()[0])
+        vectors = ObservationVector.objects.using(using)
+        vectors = (vectors.filter(user_id=user_id, **part).delete()[0]
+                   + vectors.filter(observation__user_id=user_id, **of_observation).delete()[0])
+        stamp = VectorStamp.objects.using(using).filter(user_id=user_id)
+        if whole_user:
+            stamp.delete()
+        else:
+            # The other scopes' vectors stay: a new stamp makes every process reload them, without
+            # the erased ones it may still hold in memory.
+            stamp.update(stamp=uuid.uuid4())
+        observations = observations_erased.delete()[0]
+        sessions = sessions_erased.delete()[0]
         if sqlite:
             _compact_sqlite_search_index(connection)
         counts = {"sessions": sessions, "observations": observations, "revisions": revisions, "vectors": vectors}
-        send_on_commit(user_forgotten, Session, using=using, user_id=user_id, counts=counts)
+        if whole_user:
+            send_on_commit(user_forgotten, Session, using=using, user_id=user_id, counts=counts)
         return counts
 
     if sqlite:

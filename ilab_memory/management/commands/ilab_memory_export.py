@@ -10,20 +10,26 @@ from ._progress import Progress, quiet_broken_pipe
 
 class Command(BaseCommand):
     help = (
-        "Write everything one user_id has as versioned JSON (streamed, row by row: memory stays flat). "
+        "Write everything one user_id has (or one scope of it) as versioned JSON (streamed, row by row: "
+        "memory stays flat). "
         "Progress on stderr when it is a terminal; a reader that stops early (| head) ends it quietly."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("user_id")
         parser.add_argument("--output", "-o", default="-", help="File to write; '-' (default) is stdout.")
+        parser.add_argument(
+            "--scope", default="*",
+            help="The scope to export: '*' (default) every scope, '' the shared space, a slug that scope only.",
+        )
         parser.add_argument("--database", default="default", help="Database alias to read.")
 
     def handle(self, *args, **options):
         verbosity = options["verbosity"]
         try:
             with Progress(self, "Exporting", verbosity=verbosity, unit="rows") as progress, closing(
-                user_export_json(user_id=options["user_id"], using=options["database"], progress=progress.advance)
+                user_export_json(user_id=options["user_id"], scope=options["scope"], using=options["database"],
+                                 progress=progress.advance)
             ) as pieces:  # closed at once, even by a closed pipe, while the database is still open
                 if options["output"] == "-":
                     with quiet_broken_pipe():

@@ -18,6 +18,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("user_id")
         parser.add_argument("path", help="The export file; '-' reads stdin.")
+        parser.add_argument(
+            "--scope", default=None,
+            help="Put every row into this scope ('' the shared space); by default each row keeps its own "
+                 "(a version 1 document: the shared space).",
+        )
         parser.add_argument("--database", default="default", help="Database alias to write.")
 
     def handle(self, *args, **options):
@@ -32,7 +37,8 @@ class Command(BaseCommand):
                 raise CommandError(f"Cannot read the document: {error}") from None
             progress.phase("Checking and writing (one transaction)")
             try:
-                counts = user_import(user_id=options["user_id"], data=data, using=options["database"])
+                counts = user_import(user_id=options["user_id"], data=data, scope=options["scope"],
+                                     using=options["database"])
             except ValidationError as error:
                 raise CommandError(f"Nothing imported. {error}") from None
         if options["verbosity"] >= 1:
