@@ -1,4 +1,5 @@
-"""How an HTTP request becomes a user_id: the resolver, and acting for another user_id."""
+"""How an HTTP request becomes a user_id and a scope: the resolver, acting for another user_id,
+and an account bound to one scope."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import PermissionDenied
 
 from ..conf import get_config
+from ..scopes import SHARED
 from ..validation import clean_user_id
 
 ACT_FOR_ANY_USER = "ilab_memory.act_for_any_user"
@@ -57,6 +59,28 @@ def bound_scope(user) -> str | None:
     if user is None or not getattr(user, "is_authenticated", False):
         return None
     return get_config().ACCOUNT_SCOPES.get(user.get_username())
+
+
+def acting_scope(request, requested=NOT_NAMED, *, default=SHARED):
+    """The scope a request acts in: the one it names (as sent: the services clean it), else
+    ``default``; for an account bound by ``ACCOUNT_SCOPES``, its bound scope. ``requested`` is a
+    string, a list (a read's repeated parameter), or NOT_NAMED; None names nothing either.
+
+    A bound account that names any other scope (``"*"``, a list, even the shared space it
+    reads) gets PermissionDenied (403, ``scope_bound``): it acts in its own scope only, and its
+    reads still see the shared space, as every read of a scope does.
+    """
+    if requested is None:  # a JSON null: the field's documented default, like leaving it out
+        requested = NOT_NAMED
+    bound = bound_scope(request.user)
+    if bound is None:
+        return default if requested is NOT_NAMED else requested
+    if requested is NOT_NAMED or (isinstance(requested, str) and requested == bound):
+        return bound
+    raise PermissionDenied(
+        _("This account is bound to the scope '{scope}'; it may not name another scope.").format(scope=bound),
+        code="scope_bound",
+    )
 
 
 def acting_user_id(request, requested=NOT_NAMED) -> str:

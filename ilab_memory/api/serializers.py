@@ -10,8 +10,10 @@ with ``ilab_memory.encoding``, which is checked against them (``tests/api/test_e
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 
+from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -20,6 +22,7 @@ from rest_framework.settings import api_settings
 
 from .. import encoding
 from ..conf import get_config
+from ..scopes import ALL, MAX_LISTED_SCOPES, SCOPE_PATTERN
 from ..services.privacy import shown_key
 from ..validation import CONTEXT_LIMIT, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
@@ -102,21 +105,87 @@ class ActingUserSerializer(StrictInputSerializer):
     )
 
 
-class SessionStartInputSerializer(ActingUserSerializer):
+# -- scopes: described here, checked by the services (``scopes.clean_*``) ----------------------
+
+SCOPE_SLUG = _(
+    "a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most "
+    "{n} characters (one of the SCOPES setting when the site lists them)"
+)
+SCOPE_BOUND = _(
+    "An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; "
+    "naming any other is a 403 (code scope_bound)."
+)
+SCOPE_HELP = {
+    "write": _('The scope this write lands in: {slug}. "", null or absent: the user\'s shared space. {bound}'),
+    "target": _(
+        "The scope the observation must be in: {slug}; '*' for any of the user's scopes. \"\" or absent "
+        "(or null in a body): the shared space. {bound}"
+    ),
+    "read": _(
+        "What to read. A scope ({slug}) reads that scope and the user's shared space; \"\" or absent: the "
+        "shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): "
+        "exactly those scopes (at most {most}). {bound}"
+    ),
+    "export": _(
+        "What to export. '*' or absent: every scope of the user; a scope ({slug}): that scope alone, "
+        "without the shared space, so the document imports back into it; \"\": the shared space; the "
+        "parameter repeated: exactly those scopes (at most {most}). {bound}"
+    ),
+    "import": _(
+        "Put every imported record in this scope: {slug}; \"\" is the shared space. Null or absent: each "
+        "record keeps the scope it names (records of an export without scopes: the shared space). {bound}"
+    ),
+    "forget": _(
+        "Erase only this scope's sessions, observations, revisions and index entries: {slug}; \"\" is "
+        "the shared space. '*', null or absent: every row of the user. {bound}"
+    ),
+}
+
+
+class ScopeField(StrictCharField):
+    """A scope as the schema and OPTIONS describe it: the slug's pattern and length limit (read
+    from the settings when the field is built, like ``CountField``), what a missing value means.
+
+    Its validators are the description only: a body's values are never validated in the view,
+    and ``scopes.clean_scope``/``clean_target``/``clean_reach`` are the one check.
+    """
+
+    def __init__(self, use: str, **kwargs):
+        self.use = use
+        pattern = SCOPE_PATTERN.pattern
+        if use in ("target", "forget", "read", "export"):
+            pattern = f"{re.escape(ALL)}|{pattern}"
+        limit = get_config().MAX_SCOPE_CHARS
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", use not in ("read", "export"))
+        kwargs.setdefault("max_length", limit)
+        kwargs.setdefault(
+            "help_text", SCOPE_HELP[use].format(slug=SCOPE_SLUG.format(n=limit), bound=SCOPE_BOUND, most=MAX_LISTED_SCOPES)
+        )
+        super().__init__(**kwargs)
+        # "" (the shared space) is documented by allow_blank, beside the pattern.
+        self.validators.append(RegexValidator(f"^({pattern})$"))
+
+
+class ScopedWriteSerializer(ActingUserSerializer):
+    scope = ScopeField("write")
+
+
+class SessionStartInputSerializer(ScopedWriteSerializer):
     pass
 
 
-class SessionSummaryInputSerializer(ActingUserSerializer):
+class SessionSummaryInputSerializer(ScopedWriteSerializer):
     summary = StrictCharField(help_text=_("Narrative summary; stored without closing the session."))
 
 
-class SessionEndInputSerializer(ActingUserSerializer):
+class SessionEndInputSerializer(ScopedWriteSerializer):
     summary = StrictCharField(
         required=False, allow_null=True, help_text=_("Optional summary; a blank one never wipes a stored one.")
     )
 
 
-class ObservationCreateInputSerializer(ActingUserSerializer):
+class ObservationCreateInputSerializer(ScopedWriteSerializer):
     title = StrictCharField()
     content = StrictCharField()
     type = StrictCharField(required=False, default="manual")
@@ -125,13 +194,37 @@ class ObservationCreateInputSerializer(ActingUserSerializer):
 
 
 class ObservationUpdateInputSerializer(ActingUserSerializer):
-    """Only the fields present in the body are changed."""
+    """Only the fields present in the body are changed (``scope`` says where to find it)."""
+
+    scope = ScopeField("target")
 
     title = StrictCharField(required=False)
     content = StrictCharField(required=False)
     type = StrictCharField(required=False)
     topic_key = StrictCharField(required=False, allow_null=True)
     metadata = serializers.JSONField(required=False, allow_null=True)
+
+
+def scope_list(use: str) -> serializers.ListField:
+    """The ``scope`` query parameter of a read: one value, or repeated for a list."""
+    child = ScopeField(use)
+    return serializers.ListField(child=child, required=False, max_length=MAX_LISTED_SCOPES, help_text=child.help_text)
+
+
+class ScopeReadQuerySerializer(serializers.Serializer):
+    """The ``scope`` parameter of a read, for the schema (the selectors read it)."""
+
+    scope = scope_list("read")
+
+
+class ScopeExportQuerySerializer(serializers.Serializer):
+    scope = scope_list("export")
+
+
+class ScopeTargetQuerySerializer(serializers.Serializer):
+    """The ``scope`` parameter of a delete (no body), for the schema."""
+
+    scope = ScopeField("target", allow_null=False)
 
 
 class DeleteQuerySerializer(serializers.Serializer):
@@ -175,10 +268,12 @@ class SearchQuerySerializer(serializers.Serializer):
 
 class ForgetInputSerializer(ActingUserSerializer):
     confirm = StrictCharField(help_text=_("Must equal the user_id being erased."))
+    scope = ScopeField("forget")
 
 
 class ImportInputSerializer(ActingUserSerializer):
     data = serializers.JSONField(help_text=_("An export document, as returned by GET export/."))
+    scope = ScopeField("import")
 
 
 @functools.cache
@@ -214,12 +309,14 @@ class ObservationCompactSerializer(serializers.Serializer):
     topic_key = serializers.CharField(allow_null=True)
     session_id = serializers.UUIDField()
     updated_at = serializers.DateTimeField()
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
     score = ScoreSerializer(allow_null=True)
 
 
 class ObservationRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
     session_id = serializers.UUIDField()
     type = serializers.CharField()
     title = serializers.CharField()
@@ -235,6 +332,18 @@ class ObservationRecordSerializer(serializers.Serializer):
     deleted_at = serializers.DateTimeField(allow_null=True)
 
 
+class ObservationRevisionRecordSerializer(serializers.Serializer):
+    revision = serializers.IntegerField(min_value=0)
+    session_id = serializers.UUIDField(allow_null=True)
+    type = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    topic_key = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.JSONField())
+    written_at = serializers.DateTimeField()
+    replaced_at = serializers.DateTimeField()
+
+
 class SaveResultSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=encoding.CHOICES["action"])
     observation = ObservationRecordSerializer()
@@ -247,11 +356,13 @@ class SessionSummaryCompactSerializer(serializers.Serializer):
     summary = serializers.CharField(allow_null=True)
     is_auto_generated = serializers.BooleanField()
     observation_count = serializers.IntegerField(min_value=0)
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
 
 
 class SessionRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
     status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
     started_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
@@ -273,6 +384,26 @@ class TimelineSerializer(serializers.Serializer):
     anchor = ObservationCompactSerializer()
     before = ObservationCompactSerializer(many=True)
     after = ObservationCompactSerializer(many=True)
+
+
+class MemoryStatsSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    scope = serializers.CharField(
+        help_text=_("What was counted: '*' (every scope), or the scopes read joined by ',' (\"\" is the shared space).")
+    )
+    sessions = serializers.IntegerField(min_value=0)
+    active_sessions = serializers.IntegerField(min_value=0)
+    completed_sessions = serializers.IntegerField(min_value=0)
+    auto_summaries = serializers.IntegerField(min_value=0)
+    human_summaries = serializers.IntegerField(min_value=0)
+    observations = serializers.IntegerField(min_value=0, help_text=encoding.DESCRIPTIONS["observations"])
+    deleted_observations = serializers.IntegerField(min_value=0)
+    revisions = serializers.IntegerField(min_value=0)
+    observations_by_type = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    observations_by_scope = serializers.DictField(
+        child=serializers.IntegerField(min_value=0), help_text=encoding.DESCRIPTIONS["observations_by_scope"]
+    )
+    waiting_for_vector = serializers.IntegerField(min_value=0, help_text=encoding.DESCRIPTIONS["waiting_for_vector"])
 
 
 class ErrorSerializer(serializers.Serializer):

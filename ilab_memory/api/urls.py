@@ -17,6 +17,7 @@ router.register("observations", views.ObservationViewSet, basename="observation"
 
 urlpatterns = [
     path("context/", views.ContextView.as_view(), name="context"),
+    path("stats/", views.StatsView.as_view(), name="stats"),
     path("export/", views.ExportView.as_view(), name="export"),
     path("import/", views.ImportView.as_view(), name="import"),
     path("forget/", views.ForgetView.as_view(), name="forget"),

@@ -7,6 +7,8 @@ from the host.
 
 from __future__ import annotations
 
+import itertools
+
 from django.http import StreamingHttpResponse
 from django.urls import Resolver404, resolve
 from django.utils.translation import gettext_lazy as _
@@ -27,6 +29,7 @@ from ..conf import get_config
 from ..encoding import encode
 from ..exceptions import ValidationError
 from ..models import Observation, Session
+from ..scopes import ALL, SHARED, clean_reach
 from ..services import observations as observation_services
 from ..services import search as search_services
 from ..services import data as data_services
@@ -35,7 +38,7 @@ from . import serializers as s
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
 from .metadata import InputMetadata
-from .identity import NOT_NAMED, acting_user_id
+from .identity import NOT_NAMED, acting_scope, acting_user_id
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
@@ -94,6 +97,24 @@ class MemoryAPIMixin(AppErrorMixin):
             return acting_user_id(self.request, body["user_id"])
         return acting_user_id(self.request, self.request.query_params.get("user_id", NOT_NAMED))
 
+    def acting_scope(self, body: dict | None = None, *, default=SHARED):
+        """The scope the request names in the body or the query (``?scope=a&scope=b`` is a list),
+        else ``default``; a bound account's own scope (403 if it names another)."""
+        if body is not None and "scope" in body:
+            return acting_scope(self.request, body["scope"], default=default)
+        values = self.request.query_params.getlist("scope")
+        requested = NOT_NAMED if not values else values[0] if len(values) == 1 else values
+        return acting_scope(self.request, requested, default=default)
+
+    def acting(self, body: dict) -> tuple[str, object, dict]:
+        """A write's user_id and scope, and the rest of its body (the service's fields)."""
+        fields = {name: value for name, value in body.items() if name not in ("user_id", "scope")}
+        return self.acting_user_id(body), self.acting_scope(body), fields
+
+    def reach(self):
+        """What a queryset-built read sees (``scopes.clean_reach``: a 400 for a bad scope)."""
+        return clean_reach(self.acting_scope(), config=get_config())
+
 
 def _content_length(request) -> int:
     try:
@@ -108,12 +129,12 @@ def _content_length(request) -> int:
 @extend_schema_view(
     list=extend_schema(
         summary=_("The caller's sessions, newest started first (cursor pages)"),
-        parameters=[USER_ID_PARAMETER],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
         responses={200: s.SessionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
     ),
     retrieve=extend_schema(
         summary=_("One session"),
-        parameters=[USER_ID_PARAMETER],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
         responses={200: s.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404)},
     ),
 )
@@ -135,7 +156,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Session.objects.none()
-        return Session.objects.for_user(self.acting_user_id()).with_observation_count()
+        return Session.objects.for_user(self.acting_user_id()).filter(**self.reach().filter()).with_observation_count()
 
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -143,7 +164,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
         return self.get_paginated_response(encode(records))
 
     def retrieve(self, request, pk=None):
-        record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk)
+        record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk, scope=self.acting_scope())
         return Response(encode(record))
 
     @extend_schema(
@@ -158,7 +179,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["post"])
     def start(self, request):
         body = self.validated_body()
-        result = session_services.session_start(user_id=self.acting_user_id(body))
+        user_id, scope, _fields = self.acting(body)
+        result = session_services.session_start(user_id=user_id, scope=scope)
         code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
         return Response(encode(result), status=code)
 
@@ -170,7 +192,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["post"])
     def summary(self, request):
         body = self.validated_body()
-        record = session_services.session_summary(user_id=self.acting_user_id(body), summary=body["summary"])
+        user_id, scope, fields = self.acting(body)
+        record = session_services.session_summary(user_id=user_id, scope=scope, **fields)
         return Response(encode(record))
 
     @extend_schema(
@@ -185,7 +208,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["post"])
     def end(self, request):
         body = self.validated_body()
-        record = session_services.session_end(user_id=self.acting_user_id(body), summary=body.get("summary"))
+        user_id, scope, fields = self.acting(body)
+        record = session_services.session_end(user_id=user_id, scope=scope, **fields)
         return Response(encode(record))
 
 
@@ -195,7 +219,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary=_("The caller's live observations, newest update first (cursor pages)"),
-        parameters=[USER_ID_PARAMETER],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
         responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
     ),
     create=extend_schema(
@@ -209,7 +233,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     ),
     retrieve=extend_schema(
         summary=_("One live observation, full content"),
-        parameters=[USER_ID_PARAMETER],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
         responses={200: s.ObservationRecordSerializer, **error_responses(*READ_ERRORS, 404)},
     ),
     partial_update=extend_schema(
@@ -219,7 +243,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     ),
     destroy=extend_schema(
         summary=_("Soft delete, or hard delete with ?hard=true"),
-        parameters=[USER_ID_PARAMETER, s.DeleteQuerySerializer],
+        parameters=[USER_ID_PARAMETER, s.ScopeTargetQuerySerializer, s.DeleteQuerySerializer],
         responses={204: None, **error_responses(*READ_ERRORS, 404)},
     ),
 )
@@ -238,7 +262,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Observation.objects.none()
-        return Observation.objects.live_for_user(self.acting_user_id())
+        return Observation.objects.live_for_user(self.acting_user_id()).filter(**self.reach().filter())
 
     def list(self, request):
         preview_chars = get_config().PREVIEW_CHARS
@@ -248,52 +272,64 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return self.get_paginated_response(encode(items))
 
     def create(self, request):
-        body = self.validated_body()
-        user_id = self.acting_user_id(body)
-        body.pop("user_id", None)
-        result = observation_services.observation_save(user_id=user_id, **body)
+        user_id, scope, fields = self.acting(self.validated_body())
+        result = observation_services.observation_save(user_id=user_id, scope=scope, **fields)
         code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
         return Response(encode(result), status=code)
 
     def retrieve(self, request, pk=None):
-        observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk)
+        observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk, scope=self.acting_scope())
         return Response(encode(types.observation_record(observation)))
 
     def partial_update(self, request, pk=None):
-        body = self.validated_body()
-        user_id = self.acting_user_id(body)
-        body.pop("user_id", None)
-        record = observation_services.observation_update(user_id=user_id, observation_id=pk, **body)
+        user_id, scope, fields = self.acting(self.validated_body())
+        record = observation_services.observation_update(user_id=user_id, observation_id=pk, scope=scope, **fields)
         return Response(encode(record))
 
     def destroy(self, request, pk=None):
         query = self.validated_query(s.DeleteQuerySerializer)
-        observation_services.observation_delete(user_id=self.acting_user_id(), observation_id=pk, hard=query["hard"])
+        observation_services.observation_delete(
+            user_id=self.acting_user_id(), observation_id=pk, hard=query["hard"], scope=self.acting_scope()
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
         summary=_("The observations written by the same session around this one"),
-        parameters=[USER_ID_PARAMETER, s.TimelineQuerySerializer],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.TimelineQuerySerializer],
         responses={200: s.TimelineSerializer, **error_responses(*READ_ERRORS, 404)},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def timeline(self, request, pk=None):
         query = self.validated_query(s.TimelineQuerySerializer)
         timeline = selectors.observation_timeline(
-            user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"]
+            user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"],
+            scope=self.acting_scope(),
         )
         return Response(encode(timeline))
 
     @extend_schema(
+        summary=_("The earlier versions of a live observation, newest first"),
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
+        responses={200: s.ObservationRevisionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def revisions(self, request, pk=None):
+        revisions = selectors.observation_revisions(
+            user_id=self.acting_user_id(), observation_id=pk, scope=self.acting_scope()
+        )
+        return Response(encode(revisions))
+
+    @extend_schema(
         summary=_("Full-text search over the caller's live observations, best first"),
-        parameters=[USER_ID_PARAMETER, s.SearchQuerySerializer],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.SearchQuerySerializer],
         responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
     )
     @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
     def search(self, request):
         query = self.validated_query(s.SearchQuerySerializer)
         results = search_services.observation_search(
-            user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit")
+            user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
+            scope=self.acting_scope(),
         )
         return Response(encode(results))
 
@@ -306,16 +342,29 @@ class ContextView(MemoryAPIMixin, APIView):
 
     @extend_schema(
         summary=_("The caller's memories ranked by ContextScore (read-only; touches no session)"),
-        parameters=[USER_ID_PARAMETER, s.ContextQuerySerializer],
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.ContextQuerySerializer],
         responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
         query = self.validated_query(s.ContextQuerySerializer)
         config = get_config()
         memories = selectors.context_memories(
-            user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), config=config
+            user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), scope=self.acting_scope(),
+            config=config,
         )
         return Response(encode(memories))
+
+
+class StatsView(MemoryAPIMixin, APIView):
+    """Counts of what a scope reads, and the live memories per scope."""
+
+    @extend_schema(
+        summary=_("Counts of the caller's sessions and memories in what the scope reads"),
+        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
+        responses={200: s.MemoryStatsSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request):
+        return Response(encode(selectors.stats(user_id=self.acting_user_id(), scope=self.acting_scope())))
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -325,14 +374,17 @@ class ExportView(MemoryAPIMixin, APIView):
     """A versioned export of everything the caller has (private blocks were never stored)."""
 
     @extend_schema(
-        summary=_("Everything the caller has, as a versioned JSON document"),
-        parameters=[USER_ID_PARAMETER],
+        summary=_("Everything the caller has (every scope unless one is named), as a versioned JSON document"),
+        parameters=[USER_ID_PARAMETER, s.ScopeExportQuerySerializer],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
-        # Streamed row by row, so a long history is never held in memory as one document.
-        chunks = data_services.user_export_json(user_id=self.acting_user_id())
-        return StreamingHttpResponse(chunks, content_type="application/json")
+        # Streamed row by row, so a long history is never held in memory as one document. The
+        # generator checks its arguments when it starts: its first piece is taken here, so a bad
+        # scope is a 400, not a 200 whose body breaks off.
+        chunks = data_services.user_export_json(user_id=self.acting_user_id(), scope=self.acting_scope(default=ALL))
+        head = next(chunks)
+        return StreamingHttpResponse(itertools.chain([head], chunks), content_type="application/json")
 
 
 class ImportView(MemoryAPIMixin, APIView):
@@ -341,34 +393,36 @@ class ImportView(MemoryAPIMixin, APIView):
     input_serializers = {"post": s.ImportInputSerializer}
 
     @extend_schema(
-        summary=_("Add the rows of an export document the caller does not have yet (idempotent)"),
+        summary=_("Add the rows of an export document the caller does not have yet (idempotent), optionally into one scope"),
         request=s.ImportInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
         body = self.validated_body()
-        counts = data_services.user_import(user_id=self.acting_user_id(body), data=body["data"])
+        counts = data_services.user_import(
+            user_id=self.acting_user_id(body), data=body["data"], scope=self.acting_scope(body, default=None)
+        )
         return Response(counts)
 
 
 class ForgetView(MemoryAPIMixin, APIView):
-    """Erasure: every session, observation and revision of the user, in one transaction."""
+    """Erasure: every session, observation and revision of the user (or of one scope), in one transaction."""
 
     input_serializers = {"post": s.ForgetInputSerializer}
 
     @extend_schema(
-        summary=_("Erase every row of the caller (confirm with the user_id)"),
+        summary=_("Erase every row of the caller, or of one scope (confirm with the user_id)"),
         request=s.ForgetInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
         body = self.validated_body()
-        user_id = self.acting_user_id(body)
+        user_id, scope = self.acting_user_id(body), self.acting_scope(body, default=ALL)
         if body["confirm"] != user_id:
             raise ValidationError(
                 "confirm", "must equal the user_id being erased; nothing was erased.", code="confirmation_mismatch"
             )
-        return Response(data_services.user_forget(user_id=user_id))
+        return Response(data_services.user_forget(user_id=user_id, scope=scope))
 
 
 # ------------------------------------------------------------------------------------- not found

@@ -39,12 +39,14 @@ def records(db):
         "search": memory.mem_search("u1", "deploy"),
         "context": memory.mem_context("u1"),
         "timeline": memory.mem_timeline("u1", first.observation.id),
+        "revisions": memory.mem_revisions("u1", revised.observation.id),
+        "stats": memory.mem_stats("u1", scope="*"),
     }
 
 
 def test_every_encoded_value_is_what_its_serializer_renders(records):
     assert records["start"].sessions_context and records["start"].memories
-    assert records["search"] and records["context"]
+    assert records["search"] and records["context"] and records["revisions"]
     pairs = [
         (records["start"], s.SessionStartSerializer(records["start"]).data),
         (records["save"], s.SaveResultSerializer(records["save"]).data),
@@ -54,6 +56,8 @@ def test_every_encoded_value_is_what_its_serializer_renders(records):
         (records["search"], s.ObservationCompactSerializer(records["search"], many=True).data),
         (records["context"], s.ObservationCompactSerializer(records["context"], many=True).data),
         (records["timeline"], s.TimelineSerializer(records["timeline"]).data),
+        (records["revisions"], s.ObservationRevisionRecordSerializer(records["revisions"], many=True).data),
+        (records["stats"], s.MemoryStatsSerializer(records["stats"]).data),
     ]
     for value, serialized in pairs:
         assert rendered(encoding.encode(value)) == rendered(serialized)
@@ -114,6 +118,8 @@ def openapi_components():
         (types.SessionRecord, "SessionRecord"),
         (types.SessionSummaryCompact, "SessionSummaryCompact"),
         (types.Timeline, "Timeline"),
+        (types.ObservationRevisionRecord, "ObservationRevisionRecord"),
+        (types.MemoryStats, "MemoryStats"),
     ],
 )
 def test_every_schema_is_what_the_openapi_description_says(openapi_components, value_type, component):
@@ -127,11 +133,10 @@ def test_the_choices_are_the_models_and_the_services():
 
 
 def test_every_shape_without_a_serializer_has_its_fields_in_its_schema():
-    """Shapes only MCP answers with (the API answers a delete with 204 and has no stats)."""
-    stats = types.MemoryStats("u", 1, 1, 0, 0, 0, 2, 0, 0, {"manual": 2}, waiting_for_vector=2)
-    for value in (stats, types.DeleteResult(id="00000000-0000-4000-8000-000000000000", hard=True)):
-        schema = encoding.schema(type(value))
-        assert list(encoding.encode(value)) == list(schema["properties"]) == schema["required"]
+    """Shapes only MCP answers with (the API answers a delete with 204)."""
+    value = types.DeleteResult(id="00000000-0000-4000-8000-000000000000", hard=True)
+    schema = encoding.schema(type(value))
+    assert list(encoding.encode(value)) == list(schema["properties"]) == schema["required"]
     waiting = encoding.schema(types.MemoryStats)["properties"]["waiting_for_vector"]
     assert (waiting["type"], waiting["minimum"]) == ("integer", 0)
 

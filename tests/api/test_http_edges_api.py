@@ -99,7 +99,7 @@ def test_options_on_observations_describes_the_input_and_marks_server_fields_rea
     post = response.json()["actions"]["POST"]
     assert {name for name, info in post.items() if info["required"]} == {"title", "content"}
     writable = {name for name, info in post.items() if not info["read_only"]}
-    assert writable == {"user_id", "title", "content", "type", "topic_key", "metadata"}
+    assert writable == {"user_id", "scope", "title", "content", "type", "topic_key", "metadata"}
     for name in ("id", "session_id", "revision_count", "created_at", "deleted_at"):
         assert post[name]["read_only"] is True and post[name]["required"] is False
 
@@ -114,8 +114,8 @@ def test_options_on_an_observation_describes_patch_with_no_required_field(as_ali
 
 @pytest.mark.parametrize(
     ("path", "writable"),
-    [("sessions/start/", {"user_id"}), ("sessions/end/", {"user_id", "summary"}),
-     ("import/", {"user_id", "data"}), ("forget/", {"user_id", "confirm"})],
+    [("sessions/start/", {"user_id", "scope"}), ("sessions/end/", {"user_id", "scope", "summary"}),
+     ("import/", {"user_id", "data", "scope"}), ("forget/", {"user_id", "confirm", "scope"})],
 )
 def test_options_on_the_other_writes_lists_what_they_accept(as_alice, path, writable):
     post = send(as_alice, "OPTIONS", path).json()["actions"]["POST"]

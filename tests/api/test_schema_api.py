@@ -37,8 +37,8 @@ def test_schema_generates_and_validates_without_warnings(tmp_path):
     text = out.read_text()
     for path in (
         "sessions/start/", "sessions/summary/", "sessions/end/", "sessions/{id}/", "observations/",
-        "observations/{id}/", "observations/{id}/timeline/", "observations/search/", "context/",
-        "export/", "import/", "forget/",
+        "observations/{id}/", "observations/{id}/timeline/", "observations/{id}/revisions/", "observations/search/",
+        "context/", "stats/", "export/", "import/", "forget/",
     ):
         assert f"{API}{path}:" in text, path
 
