@@ -1,5 +1,5 @@
-"""``ilab-memory-mcp --db ./mem.db --user alice`` (or ``python -m ilab_memory.mcp …``): the
-embedded memory as an MCP stdio server."""
+"""``ilab-memory-mcp --db ./mem.db --user alice [--scope coding]`` (or ``python -m ilab_memory.mcp …``):
+the embedded memory as an MCP stdio server."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--db", required=True, help="the SQLite memory file (created and migrated if new)")
     parser.add_argument("--user", required=True, help="the user_id whose memory this process serves")
+    parser.add_argument("--scope", default="",
+                        help="the scope (this agent's part of the user's memory) every call acts in; it also "
+                             "reads the shared space (default: the shared space itself)")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     args = parser.parse_args(argv)
 
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     except MissingExtra as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
-    from ..conf import DEFAULTS
+    from ..conf import DEFAULTS, Config
     from ..exceptions import IlabMemoryError
     from . import stdio
 
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Checked before the (slower) set-up; embedded mode runs on the default settings.
         user_id = stdio.clean_user(args.user, limit=DEFAULTS["MAX_USER_ID_CHARS"])
+        scope = stdio.clean_scope(args.scope, config=Config(DEFAULTS))
         with stdio.protocol_safe_stdout():
             from ..facade import ILabMemory
 
@@ -49,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     except IlabMemoryError as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
-    stdio.serve(memory, user_id)
+    stdio.serve(memory, user_id, scope)
     return 0
 
 

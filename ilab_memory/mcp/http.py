@@ -9,7 +9,11 @@ replica behind a load balancer answers any request. Each HTTP request is checked
 2. body size: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (413), as the API;
 3. Host and Origin against ``ALLOWED_HOSTS`` (the SDK's DNS-rebinding protection: 421 / 403);
 
-then each tool call resolves its user_id with ``USER_ID_RESOLVER`` (a ``user_id`` argument
+authentication also settles the one scope the request acts in, by the API's rule
+(``api.identity.acting_scope``, the endpoint's ``scope`` standing for the scope a request names):
+the account's ``ACCOUNT_SCOPES`` binding, else the endpoint's scope, else the shared space; an
+account bound to another scope than the endpoint's is refused (403, ``scope_bound``). Then each
+tool call resolves its user_id with ``USER_ID_RESOLVER`` (a ``user_id`` argument
 naming someone else needs ``ilab_memory.act_for_any_user``) and counts against the API's
 per-user throttle (``ILAB_MEMORY["API_THROTTLE_RATE"]``, the same bucket as the API's).
 """
@@ -49,10 +53,12 @@ def api_exception_body(exc: APIException) -> dict[str, Any]:
 
 
 class RequestUser:
-    """The principal of one HTTP request: its DRF request, authenticated as the API's would be."""
+    """The principal of one HTTP request: its DRF request, authenticated as the API's would be,
+    and the scope it acts in."""
 
-    def __init__(self, request):
+    def __init__(self, request, scope: str = ""):
         self.request = request
+        self.scope = scope
 
     def acting_user_id(self, requested: str | None) -> str:
         from ..api.identity import NOT_NAMED, acting_user_id
@@ -104,7 +110,9 @@ class MemoryMCPApp:
     """ASGI application serving the memory tools over Streamable HTTP, on whatever path it is mounted.
 
     ``memory``: the ``ILabMemory`` to serve (default ``ILabMemory()``, the site's default
-    database). ``authentication_classes``: DRF authentication classes tried in order (default:
+    database). ``scope``: the scope every call acts in (checked when the app starts); None
+    (default) leaves it to the account's ``ACCOUNT_SCOPES`` binding, else the shared space.
+    ``authentication_classes``: DRF authentication classes tried in order (default:
     bearer tokens, then ``Token`` tokens; session cookies are deliberately not among them, so a
     browser page cannot call tools with a logged-in operator's cookie). ``transport_security``:
     the SDK's ``TransportSecuritySettings`` (default: from ``ALLOWED_HOSTS``).
@@ -113,8 +121,10 @@ class MemoryMCPApp:
     server sends no lifespan events).
     """
 
-    def __init__(self, *, memory=None, authentication_classes=None, transport_security=None):
+    def __init__(self, *, memory=None, scope: str | None = None, authentication_classes=None,
+                 transport_security=None):
         self._memory = memory
+        self.scope = scope
         self.authentication_classes = tuple(authentication_classes or DEFAULT_AUTHENTICATION_CLASSES)
         self._transport_security = transport_security
         self._manager = None
@@ -128,9 +138,13 @@ class MemoryMCPApp:
         from django.conf import settings
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+        from ..conf import get_config
         from ..facade import ILabMemory
+        from ..scopes import clean_scope
         from .server import build_server
 
+        if self.scope is not None:
+            clean_scope(self.scope, config=get_config())  # a bad one stops the start, not every call
         memory = self._memory if self._memory is not None else ILabMemory()
         server = build_server(memory, _principal_from_scope)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -171,27 +185,11 @@ class MemoryMCPApp:
             finally:
                 self._manager = self._ready = self._stop = self._runner = None
 
-    async def _lifespan(self, receive, send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self.start()
-                except Exception as exc:
-                    logger.exception("MCP endpoint failed to start")
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.stop()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
     # -- requests --------------------------------------------------------------------------
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await _lifespan([self], receive, send)
             return
         if scope["type"] != "http":
             return  # websockets: not served (closing without accepting refuses them)
@@ -212,6 +210,8 @@ class MemoryMCPApp:
         from django.db import close_old_connections
         from rest_framework.request import Request
 
+        from ..api.identity import NOT_NAMED, acting_scope
+
         close_old_connections()
         try:
             authenticators = [cls() for cls in self.authentication_classes]
@@ -226,7 +226,11 @@ class MemoryMCPApp:
                 status = 401 if challenge else 403
                 headers = [(b"www-authenticate", challenge.encode())] if challenge else []
                 return None, (status, api_exception_body(exc), headers)
-            return RequestUser(request), None
+            try:
+                scope = acting_scope(request, NOT_NAMED if self.scope is None else self.scope)
+            except PermissionDenied as exc:
+                return None, (403, api_exception_body(exc), [])
+            return RequestUser(request, scope), None
         finally:
             close_old_connections()
 
@@ -237,6 +241,26 @@ def _principal_from_scope(ctx) -> RequestUser:
     if principal is None:  # not reachable through MemoryMCPApp, which authenticates every request
         raise ToolRefusal(api_exception_body(NotAuthenticated()))
     return principal
+
+
+async def _lifespan(endpoints: list[MemoryMCPApp], receive, send) -> None:
+    """The ASGI lifespan protocol for ``endpoints``: start them all, and stop them at shutdown."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                for endpoint in endpoints:
+                    await endpoint.start()
+            except Exception as exc:
+                logger.exception("MCP endpoint failed to start")
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            for endpoint in endpoints:
+                await endpoint.stop()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 async def _send_json(send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
@@ -254,7 +278,7 @@ class MCPMount:
     """ASGI router: MCP at ``path`` (with or without its trailing slash), everything else to ``app``.
 
     It answers the ASGI lifespan protocol itself (Django's ASGI handler speaks none), starting
-    and stopping the MCP endpoint.
+    and stopping the MCP endpoint, and those of the mounts ``app`` is made of (one per scope).
     """
 
     def __init__(self, app, mcp: MemoryMCPApp, path: str = "/mcp/"):
@@ -264,11 +288,16 @@ class MCPMount:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "lifespan":
-            await self.mcp(scope, receive, send)
+            await _lifespan(self.endpoints(), receive, send)
         elif scope["type"] == "http" and self._matches(scope):
             await self.mcp(scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+    def endpoints(self) -> list[MemoryMCPApp]:
+        """This mount's MCP endpoint and those mounted inside ``app``, outermost first."""
+        inner = self.app.endpoints() if isinstance(self.app, MCPMount) else []
+        return [self.mcp, *inner]
 
     def _matches(self, scope) -> bool:
         path = scope["path"]
@@ -281,6 +310,9 @@ class MCPMount:
 def with_mcp(app, *, path: str = "/mcp/", **options) -> MCPMount:
     """``app`` (the site's ASGI application) with the memory's MCP endpoint at ``path``.
 
-    ``options`` go to ``MemoryMCPApp`` (``memory``, ``authentication_classes``, ``transport_security``).
+    ``options`` go to ``MemoryMCPApp`` (``memory``, ``scope``, ``authentication_classes``,
+    ``transport_security``). Mount it once per scope to serve several agents' scopes::
+
+        application = with_mcp(with_mcp(django_app, path="/mcp/"), path="/mcp/support/", scope="support")
     """
     return MCPMount(app, MemoryMCPApp(**options), path=path)

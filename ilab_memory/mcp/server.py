@@ -9,7 +9,9 @@ error body for the same input (``encoding.error``: ``detail``, ``code``, field `
 protocol error or a traceback. Unknown tool names are protocol errors, as the MCP spec asks.
 
 Who calls is a *principal* the transport supplies per request (``principal_for(ctx)``): the
-HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id.
+HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id. The principal
+also names the one scope its calls act in (SPEC §14); no tool takes a scope, so an agent cannot
+choose another's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class ToolRefusal(Exception):
 
 class Principal(Protocol):
     """Who is calling, as far as a tool call needs to know."""
+
+    scope: str
+    """The scope every call acts in: writes land in it, reads see it and the shared space."""
 
     def acting_user_id(self, requested: str | None) -> str:
         """The user_id the call acts for; raises ToolRefusal when ``requested`` is not allowed."""
@@ -109,7 +114,7 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             principal.check_throttle()
             args = tools.check_arguments(spec.input_schema, arguments)
             user_id = principal.acting_user_id(args.pop("user_id", None))
-            structured, text = spec.run(memory, user_id, args)
+            structured, text = spec.run(memory, user_id, principal.scope, args)
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                         structured_content=structured)
         except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:

@@ -1,4 +1,4 @@
-"""MCP over stdio: one process serves one user's memory to the agent that started it.
+"""MCP over stdio: one process serves one user's memory, in one scope, to the agent that started it.
 
 stdout carries only the protocol: the SDK's ``stdio_server`` points file descriptor 1 at stderr
 while it serves, and the bootstrap before it (Django set-up, migrations) runs with
@@ -14,10 +14,11 @@ from typing import Any
 
 
 class FixedUser:
-    """The principal of a stdio server: the one user_id it was started for."""
+    """The principal of a stdio server: the one user_id (and scope) it was started for."""
 
-    def __init__(self, user_id: str):
+    def __init__(self, user_id: str, scope: str = ""):
         self.user_id = user_id
+        self.scope = scope
 
     def acting_user_id(self, requested: str | None) -> str:
         from .server import ToolRefusal
@@ -34,14 +35,14 @@ class FixedUser:
         """A local process serving its own agent is not throttled."""
 
 
-def serve(memory, user_id: str) -> None:
-    """Serve ``memory`` for ``user_id`` on stdin/stdout until stdin closes."""
+def serve(memory, user_id: str, scope: str = "") -> None:
+    """Serve ``memory`` for ``user_id`` in ``scope`` (a cleaned one) on stdin/stdout until stdin closes."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     from .server import build_server
 
-    principal = FixedUser(user_id)
+    principal = FixedUser(user_id, scope)
     server = build_server(memory, lambda ctx: principal)
 
     async def run() -> None:
@@ -76,3 +77,17 @@ def clean_user(user_id: Any, *, limit: int | None = None) -> str:
 
         limit = get_config().MAX_USER_ID_CHARS
     return clean_user_id(user_id, limit=limit)
+
+
+def clean_scope(scope: Any, *, config=None) -> str:
+    """The --scope value, checked by ``scopes.clean_scope``; ValidationError when unusable.
+
+    ``config`` defaults to the site's settings (Django must be set up then).
+    """
+    from ..scopes import clean_scope as clean
+
+    if config is None:
+        from ..conf import get_config
+
+        config = get_config()
+    return clean(scope, config=config)

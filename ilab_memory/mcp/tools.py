@@ -9,7 +9,8 @@ can, as the API's views do and in their words (required and unknown arguments, c
 integers, flags that are booleans), never echoing a value. Results are encoded by
 ``ilab_memory.encoding``, in the HTTP API's shapes, and described by its schemas. The texts say
 what happened to this call: how each search result was found, how many private blocks this
-request held.
+request held. Every call acts in the caller's scope, which the transport supplies (SPEC §14):
+no tool takes a scope argument.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ class ToolSpec:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     annotations: ToolAnnotations
-    run: Callable[[Any, str, dict[str, Any]], tuple[dict[str, Any], str]]
-    """(memory, user_id, checked arguments) -> (structured result, text for the LLM)."""
+    run: Callable[[Any, str, str, dict[str, Any]], tuple[dict[str, Any], str]]
+    """(memory, user_id, scope, checked arguments) -> (structured result, text for the LLM)."""
 
 
 # ----------------------------------------------------------------------------- input schemas
@@ -216,17 +217,28 @@ def _score(score: dict[str, Any] | None) -> str:
     return "" if score is None else f" — score {score['value']:.3g}"
 
 
-def _compact_line(position: int | None, item: dict[str, Any]) -> str:
+def _elsewhere(item: dict[str, Any], scope: str) -> str:
+    """A scoped agent also reads the shared space but cannot change it: say so where it shows."""
+    if item["scope"] == scope:
+        return ""
+    return " — shared space, read-only here" if item["scope"] == "" else f" — scope {item['scope']}"
+
+
+def _scope_name(scope: str) -> str:
+    return scope or "shared space"
+
+
+def _compact_line(position: int | None, item: dict[str, Any], scope: str = "") -> str:
     head = f"{position}. " if position is not None else "- "
     topic = f" — topic {item['topic_key']}" if item["topic_key"] else ""
-    return (f"{head}[{item['type']}] {item['title']}{_score(item['score'])} — id {item['id']}{topic}\n"
-            f"   {item['preview']}")
+    return (f"{head}[{item['type']}] {item['title']}{_score(item['score'])} — id {item['id']}{topic}"
+            f"{_elsewhere(item, scope)}\n   {item['preview']}")
 
 
-def _compact_list(items: list[dict[str, Any]], empty: str) -> str:
+def _compact_list(items: list[dict[str, Any]], empty: str, scope: str = "") -> str:
     if not items:
         return empty
-    return "\n".join(_compact_line(i, item) for i, item in enumerate(items, 1))
+    return "\n".join(_compact_line(i, item, scope) for i, item in enumerate(items, 1))
 
 
 def _summary_kind(is_auto_generated: bool, summary: str | None) -> str:
@@ -246,8 +258,8 @@ def _session_line(record: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------- tools
 
 
-def _start(memory, user_id, args):
-    data = encode(memory.mem_session_start(user_id))
+def _start(memory, user_id, scope, args):
+    data = encode(memory.mem_session_start(user_id, scope=scope))
     if data["is_new"]:
         lines = [f"NEW session {data['session_id']}: greet the user; this conversation starts fresh, "
                  "with the context below."]
@@ -266,7 +278,7 @@ def _start(memory, user_id, args):
     lines.append("")
     if data["memories"]:
         lines.append("Memories that matter now (ContextScore: recency × type weight × reinforcement):")
-        lines.append(_compact_list(data["memories"], ""))
+        lines.append(_compact_list(data["memories"], "", scope))
     else:
         lines.append("Memories: none yet. Save what is worth remembering with mem_save.")
     return data, "\n".join(lines)
@@ -291,10 +303,10 @@ def _redaction_note(blocks: int) -> str:
     return f" {counted} replaced by [REDACTED]: nothing private was stored."
 
 
-def _save(memory, user_id, args):
+def _save(memory, user_id, scope, args):
     data = encode(memory.mem_save(
         user_id, args["title"], args["content"], type=args.get("type", "manual"),
-        topic_key=args.get("topic_key"), metadata=args.get("metadata"),
+        topic_key=args.get("topic_key"), metadata=args.get("metadata"), scope=scope,
     ))
     record = data["observation"]
     verb = {
@@ -307,13 +319,13 @@ def _save(memory, user_id, args):
     return data, text + _redaction_note(_private_blocks(args))
 
 
-def _summary_tool(memory, user_id, args):
-    data = encode(memory.mem_session_summary(user_id, args["summary"]))
+def _summary_tool(memory, user_id, scope, args):
+    data = encode(memory.mem_session_summary(user_id, args["summary"], scope=scope))
     return data, f"Summary stored; the session stays open. {_session_line(data)}"
 
 
-def _end(memory, user_id, args):
-    data = encode(memory.mem_session_end(user_id, args.get("summary")))
+def _end(memory, user_id, scope, args):
+    data = encode(memory.mem_session_end(user_id, args.get("summary"), scope=scope))
     return data, f"Session closed. {_session_line(data)}"
 
 
@@ -329,27 +341,28 @@ FOUND_BY = {"all": "holding every term", "some": "holding some of the terms",
             "meaning": "close in meaning only"}
 
 
-def _search(memory, user_id, args):
-    results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit")))
+def _search(memory, user_id, scope, args):
+    results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit"),
+                                       scope=scope))
     data = {"results": results}
     if not results:
         return data, "No memories matched. Try other words, fewer terms, or mem_context."
     found_by = [_found_by(result) for result in results]
     counts = ", ".join(f"{found_by.count(way)} {words}" for way, words in FOUND_BY.items() if way in found_by)
     lines = [
-        _compact_line(i, result).replace(" — id ", f" — {FOUND_BY[way]} — id ", 1)
+        _compact_line(i, result, scope).replace(" — id ", f" — {FOUND_BY[way]} — id ", 1)
         for i, (result, way) in enumerate(zip(results, found_by), 1)
     ]
     return data, f"{_memories(len(results))} found ({counts}), best first:\n" + "\n".join(lines)
 
 
-def _context(memory, user_id, args):
-    memories = encode(memory.mem_context(user_id, limit=args.get("limit")))
+def _context(memory, user_id, scope, args):
+    memories = encode(memory.mem_context(user_id, limit=args.get("limit"), scope=scope))
     data = {"memories": memories}
     if not memories:
         return data, "No memories yet. Save what is worth remembering with mem_save."
     return data, "Memories ranked by ContextScore (recency × type weight × reinforcement):\n" + _compact_list(
-        memories, ""
+        memories, "", scope
     )
 
 
@@ -357,48 +370,51 @@ def _seen(n: int) -> str:
     return "seen once" if n == 1 else f"seen {n} times"
 
 
-def _record_text(record: dict[str, Any]) -> str:
+def _record_text(record: dict[str, Any], scope: str) -> str:
     topic = f" — topic {record['topic_key']}" if record["topic_key"] else ""
     return (f"[{record['type']}] {record['title']}\n"
             f"id {record['id']} — session {record['session_id']}{topic} — "
             f"revision {record['revision_count']} — {_seen(record['duplicate_count'])} — "
-            f"updated {_when(record['updated_at'])}\n\n{record['content']}")
+            f"updated {_when(record['updated_at'])}{_elsewhere(record, scope)}\n\n{record['content']}")
 
 
-def _get(memory, user_id, args):
-    data = encode(memory.mem_get_observation(user_id, args["observation_id"]))
-    return data, _record_text(data)
+def _get(memory, user_id, scope, args):
+    data = encode(memory.mem_get_observation(user_id, args["observation_id"], scope=scope))
+    return data, _record_text(data, scope)
 
 
-def _update(memory, user_id, args):
+def _update(memory, user_id, scope, args):
     fields = {k: v for k, v in args.items() if k not in ("observation_id", "user_id")}
-    data = encode(memory.mem_update(user_id, args["observation_id"], **fields))
+    data = encode(memory.mem_update(user_id, args["observation_id"], scope=scope, **fields))
     head = (f"Updated (revision {data['revision_count']}; the previous version is kept)."
             + _redaction_note(_private_blocks(fields)))
-    return data, head + "\n" + _record_text(data)
+    return data, head + "\n" + _record_text(data, scope)
 
 
-def _delete(memory, user_id, args):
-    data = encode(memory.mem_delete(user_id, args["observation_id"], hard=args.get("hard", False)))
+def _delete(memory, user_id, scope, args):
+    data = encode(memory.mem_delete(user_id, args["observation_id"], hard=args.get("hard", False), scope=scope))
     if data["hard"]:
         return data, f"Erased observation {data['id']}, its history and its search-index entry."
     return data, f"Deleted observation {data['id']}: hidden from search, context and reads."
 
 
-def _timeline(memory, user_id, args):
+def _timeline(memory, user_id, scope, args):
     data = encode(memory.mem_timeline(user_id, args["observation_id"], before=args.get("before", 5),
-                                               after=args.get("after", 5)))
+                                      after=args.get("after", 5), scope=scope))
     lines = [f"Session {data['session_id']}, in the order written:"]
-    lines += [_compact_line(None, item) for item in data["before"]]
-    lines.append(_compact_line(None, data["anchor"]).replace("- ", "> ", 1))
-    lines += [_compact_line(None, item) for item in data["after"]]
+    lines += [_compact_line(None, item, scope) for item in data["before"]]
+    lines.append(_compact_line(None, data["anchor"], scope).replace("- ", "> ", 1))
+    lines += [_compact_line(None, item, scope) for item in data["after"]]
     return data, "\n".join(lines)
 
 
-def _stats(memory, user_id, args):
-    data = encode(memory.mem_stats(user_id))
+def _stats(memory, user_id, scope, args):
+    data = encode(memory.mem_stats(user_id, scope=scope))
     by_type = ", ".join(f"{kind} {n}" for kind, n in data["observations_by_type"].items()) or "none"
-    return data, (
+    # The shared space alone reads as it did before scopes; a scope's counts say what they hold.
+    by_scope = ", ".join(f"{_scope_name(name)} {n}" for name, n in data["observations_by_scope"].items()) or "none"
+    where = f"Scope {scope} and the shared space (live memories by scope: {by_scope}). " if scope else ""
+    return data, where + (
         f"Sessions: {data['sessions']} ({data['active_sessions']} active, {data['completed_sessions']} completed; "
         f"summaries: {data['human_summaries']} human, {data['auto_summaries']} auto). "
         f"Memories: {data['observations']} live, {data['deleted_observations']} deleted, "
@@ -497,8 +513,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ),
         ToolSpec(
             "mem_get_observation", "Read one memory in full",
-            "One memory with its full content and counters. Unknown, deleted or another user's ids all answer "
-            "code observation_not_found. Read-only.",
+            "One memory with its full content and counters. Unknown, deleted, another user's or another "
+            "scope's ids all answer code observation_not_found. Read-only.",
             _object({**user, "observation_id": _observation_id()}, required=("observation_id",)),
             schema(ObservationRecord),
             read_only,
@@ -508,7 +524,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "mem_update", "Change a memory",
             "Change some fields of a memory (at least one of title, content, type, topic_key, metadata). The "
             "previous version is kept in its history, revision_count grows, and the memory moves to the active "
-            "session.",
+            "session. Only memories of the scope this server acts in can be changed; others answer "
+            "observation_not_found.",
             _object({
                 **user,
                 "observation_id": _observation_id(),
@@ -526,7 +543,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ToolSpec(
             "mem_delete", "Delete a memory",
             "Soft delete (default) hides a memory everywhere; hard=true erases it with its history and search "
-            "entry, for good.",
+            "entry, for good. Only memories of the scope this server acts in can be deleted; others answer "
+            "observation_not_found.",
             _object({
                 **user,
                 "observation_id": _observation_id(),
@@ -580,5 +598,8 @@ def instructions(config: Config) -> str:
         "- When the work is done or the user says goodbye, call mem_session_end (with a final summary). A "
         f"session left open closes itself after {config.SESSION_TIMEOUT_HOURS} hours of silence with an "
         "automatic summary.\n"
-        "- Wrap secrets in <private>…</private>: they become [REDACTED] before anything is stored."
+        "- Wrap secrets in <private>…</private>: they become [REDACTED] before anything is stored.\n"
+        "- This server may act in one scope of the user's memory (this agent's own part): sessions and saves "
+        "stay in it, and reads also see the user's shared space, whose memories (marked \"shared space, "
+        "read-only here\") you read but cannot change."
     )

@@ -118,3 +118,31 @@ def stdio_configurations(venv_bin: Path, memory_folder: Path) -> dict[str, list[
 
 def python_example(heading: str) -> str:
     return block(heading, "python", "asyncio.run(main())")
+
+
+SCOPES = "## Scopes"
+SITE = "https://memory.example.com"  # the page's placeholder for a site that mounts a scoped endpoint
+
+
+def scoped_stdio_configurations(venv_bin: Path, memory_folder: Path) -> dict[str, list[str]]:
+    """The worked example's two stdio configurations, by scope, as the argv their clients start."""
+
+    def real(value: str) -> str:
+        return value.replace(VENV_BIN, f"{venv_bin}/").replace(MEMORY_FOLDER, f"{memory_folder}/")
+
+    configurations = {}
+    for scope in ("coding", "support"):
+        server = json.loads(block(SCOPES, "json", f'"--scope", "{scope}"'))["mcpServers"]["ilab-memory"]
+        configurations[scope] = [real(server["command"]), *map(real, server["args"])]
+    return configurations
+
+
+def scoped_http_configuration(token: str) -> tuple[str, dict[str, str]]:
+    """The worked example's HTTP configuration (Cursor's JSON): (url, headers) with ``token``."""
+    server = json.loads(block(SCOPES, "json", '"url"'))["mcpServers"]["ilab-memory"]
+    return server["url"], {k: _expand(v, {TOKEN_VARIABLE: token}) for k, v in server["headers"].items()}
+
+
+def scoped_site_snippets() -> tuple[str, str]:
+    """The worked example's settings line and ``asgi.py`` line, as Python source."""
+    return block(SCOPES, "python", "ACCOUNT_SCOPES"), block(SCOPES, "python", "with_mcp(")

@@ -14,6 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True, help="The user_id whose memory this process serves.")
+        parser.add_argument("--scope", default="",
+                            help="The scope (this agent's part of the user's memory) every call acts in; it also "
+                                 "reads the shared space. Default: the shared space itself.")
         parser.add_argument("--database", default="default", help="Database alias of the memory.")
 
     def handle(self, *args, **options):
@@ -28,4 +31,8 @@ class Command(BaseCommand):
             user_id = stdio.clean_user(options["user"])
         except ValidationError as error:
             raise CommandError(f"--user {error.message}") from None
-        stdio.serve(ILabMemory(using=options["database"]), user_id)
+        try:
+            scope = stdio.clean_scope(options["scope"])
+        except ValidationError as error:
+            raise CommandError(f"--scope {error.message}") from None
+        stdio.serve(ILabMemory(using=options["database"]), user_id, scope)
