@@ -218,10 +218,9 @@ def _score(score: dict[str, Any] | None) -> str:
 
 
 def _elsewhere(item: dict[str, Any], scope: str) -> str:
-    """A scoped agent also reads the shared space but cannot change it: say so where it shows."""
-    if item["scope"] == scope:
-        return ""
-    return " — shared space, read-only here" if item["scope"] == "" else f" — scope {item['scope']}"
+    """A scoped agent also reads the shared space but cannot change it: say so where it shows
+    (what a tool reads is its own scope or the shared space)."""
+    return "" if item["scope"] == scope else " — shared space, read-only here"
 
 
 def _scope_name(scope: str) -> str:
