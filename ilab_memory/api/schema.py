@@ -24,7 +24,7 @@ COUNTS = {"type": "object", "additionalProperties": {"type": "integer", "minimum
 _MEANINGS = {
     400: "Invalid input: `errors` maps each field to its messages.",
     401: "Not authenticated.",
-    403: "Not allowed: another user_id without the permission, or a scope other than the account's bound one.",
+    403: "Not allowed: another user_id without the permission, or a scope other than the account's own.",
     404: "Not found, or not yours.",
     413: "Request body larger than the site allows.",
     415: "Body is not JSON.",

@@ -116,7 +116,7 @@ SCOPE_BOUND = _(
     "naming any other is a 403 (code scope_bound)."
 )
 SCOPE_HELP = {
-    "write": _('The scope this write lands in: {slug}. "", null or absent: the user\'s shared space. {bound}'),
+    "write": _('The scope this write lands in: {slug}. "", null or absent: the shared space. {bound}'),
     "target": _(
         "The scope the observation must be in: {slug}; '*' for any of the user's scopes. \"\" or absent "
         "(or null in a body): the shared space. {bound}"
@@ -159,9 +159,9 @@ class ScopeField(StrictCharField):
         kwargs.setdefault("required", False)
         kwargs.setdefault("allow_null", use not in ("read", "export"))
         kwargs.setdefault("max_length", limit)
-        kwargs.setdefault(
-            "help_text", SCOPE_HELP[use].format(slug=SCOPE_SLUG.format(n=limit), bound=SCOPE_BOUND, most=MAX_LISTED_SCOPES)
-        )
+        slug = SCOPE_SLUG.format(n=limit)
+        help_text = SCOPE_HELP[use].format(slug=slug, bound=SCOPE_BOUND, most=MAX_LISTED_SCOPES)
+        kwargs.setdefault("help_text", help_text)
         super().__init__(**kwargs)
         # "" (the shared space) is documented by allow_blank, beside the pattern.
         self.validators.append(RegexValidator(f"^({pattern})$"))
@@ -208,7 +208,9 @@ class ObservationUpdateInputSerializer(ActingUserSerializer):
 def scope_list(use: str) -> serializers.ListField:
     """The ``scope`` query parameter of a read: one value, or repeated for a list."""
     child = ScopeField(use)
-    return serializers.ListField(child=child, required=False, max_length=MAX_LISTED_SCOPES, help_text=child.help_text)
+    return serializers.ListField(
+        child=child, required=False, max_length=MAX_LISTED_SCOPES, help_text=child.help_text
+    )
 
 
 class ScopeReadQuerySerializer(serializers.Serializer):
@@ -389,7 +391,7 @@ class TimelineSerializer(serializers.Serializer):
 class MemoryStatsSerializer(serializers.Serializer):
     user_id = serializers.CharField()
     scope = serializers.CharField(
-        help_text=_("What was counted: '*' (every scope), or the scopes read joined by ',' (\"\" is the shared space).")
+        help_text=_("What was counted: '*' (every scope), or the scopes read joined by ',' (\"\": shared).")
     )
     sessions = serializers.IntegerField(min_value=0)
     active_sessions = serializers.IntegerField(min_value=0)
@@ -403,7 +405,9 @@ class MemoryStatsSerializer(serializers.Serializer):
     observations_by_scope = serializers.DictField(
         child=serializers.IntegerField(min_value=0), help_text=encoding.DESCRIPTIONS["observations_by_scope"]
     )
-    waiting_for_vector = serializers.IntegerField(min_value=0, help_text=encoding.DESCRIPTIONS["waiting_for_vector"])
+    waiting_for_vector = serializers.IntegerField(
+        min_value=0, help_text=encoding.DESCRIPTIONS["waiting_for_vector"]
+    )
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -156,7 +156,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Session.objects.none()
-        return Session.objects.for_user(self.acting_user_id()).filter(**self.reach().filter()).with_observation_count()
+        sessions = Session.objects.for_user(self.acting_user_id()).filter(**self.reach().filter())
+        return sessions.with_observation_count()
 
     def list(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -164,7 +165,9 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
         return self.get_paginated_response(encode(records))
 
     def retrieve(self, request, pk=None):
-        record = selectors.session_get(user_id=self.acting_user_id(), session_id=pk, scope=self.acting_scope())
+        record = selectors.session_get(
+            user_id=self.acting_user_id(), session_id=pk, scope=self.acting_scope()
+        )
         return Response(encode(record))
 
     @extend_schema(
@@ -179,8 +182,9 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["post"])
     def start(self, request):
         body = self.validated_body()
-        user_id, scope, _fields = self.acting(body)
-        result = session_services.session_start(user_id=user_id, scope=scope)
+        result = session_services.session_start(
+            user_id=self.acting_user_id(body), scope=self.acting_scope(body)
+        )
         code = status.HTTP_201_CREATED if result.is_new else status.HTTP_200_OK
         return Response(encode(result), status=code)
 
@@ -278,12 +282,16 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return Response(encode(result), status=code)
 
     def retrieve(self, request, pk=None):
-        observation = selectors.observation_get(user_id=self.acting_user_id(), observation_id=pk, scope=self.acting_scope())
+        observation = selectors.observation_get(
+            user_id=self.acting_user_id(), observation_id=pk, scope=self.acting_scope()
+        )
         return Response(encode(types.observation_record(observation)))
 
     def partial_update(self, request, pk=None):
         user_id, scope, fields = self.acting(self.validated_body())
-        record = observation_services.observation_update(user_id=user_id, observation_id=pk, scope=scope, **fields)
+        record = observation_services.observation_update(
+            user_id=user_id, observation_id=pk, scope=scope, **fields
+        )
         return Response(encode(record))
 
     def destroy(self, request, pk=None):
@@ -310,7 +318,9 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     @extend_schema(
         summary=_("The earlier versions of a live observation, newest first"),
         parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.ObservationRevisionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+        responses={
+            200: s.ObservationRevisionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)
+        },
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def revisions(self, request, pk=None):
@@ -349,8 +359,8 @@ class ContextView(MemoryAPIMixin, APIView):
         query = self.validated_query(s.ContextQuerySerializer)
         config = get_config()
         memories = selectors.context_memories(
-            user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES), scope=self.acting_scope(),
-            config=config,
+            user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES),
+            scope=self.acting_scope(), config=config,
         )
         return Response(encode(memories))
 
@@ -374,7 +384,7 @@ class ExportView(MemoryAPIMixin, APIView):
     """A versioned export of everything the caller has (private blocks were never stored)."""
 
     @extend_schema(
-        summary=_("Everything the caller has (every scope unless one is named), as a versioned JSON document"),
+        summary=_("Everything the caller has (every scope, or the one named), as a versioned JSON document"),
         parameters=[USER_ID_PARAMETER, s.ScopeExportQuerySerializer],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
     )
@@ -382,7 +392,9 @@ class ExportView(MemoryAPIMixin, APIView):
         # Streamed row by row, so a long history is never held in memory as one document. The
         # generator checks its arguments when it starts: its first piece is taken here, so a bad
         # scope is a 400, not a 200 whose body breaks off.
-        chunks = data_services.user_export_json(user_id=self.acting_user_id(), scope=self.acting_scope(default=ALL))
+        chunks = data_services.user_export_json(
+            user_id=self.acting_user_id(), scope=self.acting_scope(default=ALL)
+        )
         head = next(chunks)
         return StreamingHttpResponse(itertools.chain([head], chunks), content_type="application/json")
 
@@ -393,7 +405,7 @@ class ImportView(MemoryAPIMixin, APIView):
     input_serializers = {"post": s.ImportInputSerializer}
 
     @extend_schema(
-        summary=_("Add the rows of an export document the caller does not have yet (idempotent), optionally into one scope"),
+        summary=_("Add the rows of an export document the caller lacks (idempotent), maybe into one scope"),
         request=s.ImportInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )

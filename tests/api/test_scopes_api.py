@@ -206,6 +206,9 @@ def test_a_write_by_id_changes_only_a_memory_of_its_scope(as_alice, memories):
 def test_a_write_may_name_its_scope_in_the_query_like_user_id(as_alice):
     response = as_alice.post(API + "observations/?scope=support", {"title": "t", "content": "c"}, format="json")
     assert response.status_code == 201 and response.json()["observation"]["scope"] == SUPPORT
+    both = as_alice.post(API + "observations/?scope=support", {"title": "u", "content": "c", "scope": CODING},
+                         format="json")
+    assert both.json()["observation"]["scope"] == CODING  # the body wins, as for user_id
 
 
 def test_a_null_scope_means_what_leaving_it_out_means(as_alice, alice, memories):
