@@ -19,6 +19,8 @@ from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
+from ..scopes import SHARED
+from . import selectors as admin_selectors
 
 AUTO, HUMAN, NONE = "auto", "human", "none"
 _BADGE_LABEL = {
@@ -32,6 +34,10 @@ _BADGE_LABEL = {
 }
 # Log entries are written in batches of this many rows (an erasure can touch thousands).
 AUDIT_BATCH = 500
+# The shared space's value in a list's URL: its own, "", reads as "no filter". No scope
+# starts with "-" (scopes.SCOPE_PATTERN).
+SHARED_CHOICE = "-"
+SHARED_LABEL = _("(shared)")
 
 
 class CappedCountPaginator(Paginator):
@@ -114,6 +120,16 @@ class TypeFilter(admin.SimpleListFilter):
         return queryset.filter(type=self.value()) if self.value() else queryset
 
 
+def other_params(changelist, name: str) -> list[tuple[str, str]]:
+    """The list's other query parameters, for a filter's own form to keep (the page number goes)."""
+    return [
+        (key, value)
+        for key, values in changelist.params.items()
+        if key not in (name, "p")
+        for value in (values if isinstance(values, list) else [values])
+    ]
+
+
 class UserIdFilter(admin.SimpleListFilter):
     """A text box for one exact user_id: an indexed lookup, unlike the free-text search."""
 
@@ -128,16 +144,50 @@ class UserIdFilter(admin.SimpleListFilter):
         return True
 
     def choices(self, changelist):
-        others = [
-            (key, value)
-            for key, values in changelist.params.items()
-            if key not in (self.parameter_name, "p")
-            for value in (values if isinstance(values, list) else [values])
-        ]
+        others = other_params(changelist, self.parameter_name)
         yield {"value": self.value() or "", "others": others, "parameter_name": self.parameter_name}
 
     def queryset(self, request, queryset):
         return queryset.filter(user_id=self.value()) if self.value() else queryset
+
+
+class ScopeFilter(admin.SimpleListFilter):
+    """The shared space, the scopes the settings name, and the scopes of the user the list is
+    filtered to (read through that user's rows); a text box for any exact scope.
+
+    Never ``SELECT DISTINCT scope`` over the whole table: any slug is a scope by default, so
+    the choices cannot all be known, and the box reaches the others.
+    """
+
+    title = _("scope")
+    parameter_name = "scope"
+    template = "admin/ilab_memory/scope_filter.html"
+
+    def lookups(self, request, model_admin):
+        config = get_config()
+        known = set(config.SCOPES or ()) | set(config.ACCOUNT_SCOPES.values())
+        user_id = request.GET.get(UserIdFilter.parameter_name)
+        if user_id:
+            known.update(admin_selectors.user_scope_names(user_id=user_id))
+        if self.value() and self.value() != SHARED_CHOICE:
+            known.add(self.value())  # typed into the box or the URL: it gets its own choice
+        known.discard(SHARED)
+        return [(SHARED_CHOICE, SHARED_LABEL), *((scope, scope) for scope in sorted(known))]
+
+    def choices(self, changelist):
+        yield from super().choices(changelist)
+        yield {
+            "box": True,
+            "value": "" if self.value() == SHARED_CHOICE else self.value() or "",
+            "others": other_params(changelist, self.parameter_name),
+            "parameter_name": self.parameter_name,
+            "max_length": get_config().MAX_SCOPE_CHARS,
+        }
+
+    def queryset(self, request, queryset):
+        if self.value() == SHARED_CHOICE:
+            return queryset.filter(scope=SHARED)
+        return queryset.filter(scope=self.value()) if self.value() else queryset
 
 
 # -- Cells: compact, and nothing that reads as an error on a healthy row ------------------------
@@ -164,6 +214,13 @@ def when(moment):
         moment.strftime("%Y-%m-%d"),
         moment.strftime("%H:%M"),
     )
+
+
+def scope_label(scope: str):
+    """A scope as the console shows it: its slug, or a quiet label for the shared space."""
+    if scope == SHARED:
+        return format_html('<span class="ilab-scope ilab-scope--shared">{}</span>', SHARED_LABEL)
+    return format_html('<code class="ilab-scope" title="{}">{}</code>', scope, scope)
 
 
 def short_id(pk):

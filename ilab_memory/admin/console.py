@@ -23,12 +23,13 @@ from .. import selectors
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
+from ..scopes import ALL, SHARED
 from ..services.data import user_export_json, user_forget
 from ..services.search import observation_search
 from ..validation import clean_user_id
 from . import selectors as admin_selectors
 from .charts import bar_rows, day_columns
-from .common import admin_url, audit, error_text
+from .common import SHARED_CHOICE, SHARED_LABEL, admin_url, audit, error_text
 
 USER_ROWS = 20
 SEARCH_RESULTS = 20
@@ -129,25 +130,63 @@ def _clean_user(user_id: str) -> str:
         raise Http404 from None  # not a user_id any row could carry
 
 
+def _user_scope(request, user_id: str) -> str:
+    """The ``scope`` parameter of a user's export or erasure: ``ALL`` when absent, else one of
+    the scopes the user has (404 otherwise: there is nothing of that user to act on)."""
+    scope = request.GET.get("scope", ALL)
+    if scope != ALL and scope not in admin_selectors.user_scope_names(user_id=user_id, limit=None):
+        raise Http404
+    return scope
+
+
+def scope_text(scope: str) -> str:
+    """A scope as plain text (messages, the log): its slug, or the shared space's label."""
+    return str(SHARED_LABEL) if scope == SHARED else scope
+
+
+def _list_url(model_admin, model, user_id: str, scope: str | None = None) -> str:
+    params = {"user_id": user_id}
+    if scope is not None:
+        params["scope"] = SHARED_CHOICE if scope == SHARED else scope
+    return f"{admin_url(model_admin, model, 'changelist')}?{urlencode(params)}"
+
+
 def user_view(model_admin, request, user_id: str):
     if not may_view(request):
         raise PermissionDenied
     user_id = _clean_user(user_id)
     config = get_config()
     query = request.GET.get("q", "")
+    # The search reads as an agent of that scope does (the scope and the shared space), or
+    # every scope; the service checks the value.
+    read_as = request.GET.get("scope", ALL)
     results, search_error = None, None
     if query:
         try:
-            found = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, config=config)
+            found = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, scope=read_as,
+                                       config=config)
             results = [(result, breakdown(result.score.breakdown)) for result in found]
         except MemoryValidationError as exc:
             search_error = error_text(exc)
+    stats = selectors.stats(user_id=user_id, scope=ALL, config=config)
+    scopes = [
+        {
+            "row": row,
+            "scope": row.scope,
+            "sessions_url": _list_url(model_admin, Session, user_id, row.scope),
+            "observations_url": _list_url(model_admin, Observation, user_id, row.scope),
+            "query": urlencode({"scope": row.scope}),
+        }
+        for row in admin_selectors.user_scopes(user_id=user_id, live_by_scope=stats.observations_by_scope)
+    ]
     context = _context(
         model_admin,
         request,
         gettext("Memory of %(user_id)s") % {"user_id": user_id},
         user_id=user_id,
-        stats=selectors.stats(user_id=user_id, config=config),
+        stats=stats,
+        scopes=scopes,
+        read_as=read_as,
         hybrid=config.EMBEDDER is not None,
         sessions=admin_selectors.user_recent_sessions(user_id=user_id, limit=USER_ROWS),
         observations=admin_selectors.user_recent_observations(user_id=user_id, limit=USER_ROWS),
@@ -155,8 +194,8 @@ def user_view(model_admin, request, user_id: str):
         results=results,
         search_error=search_error,
         host_user_url=host_user_url(model_admin, user_id),
-        sessions_url=f"{admin_url(model_admin, Session, 'changelist')}?{urlencode({'user_id': user_id})}",
-        observations_url=f"{admin_url(model_admin, Observation, 'changelist')}?{urlencode({'user_id': user_id})}",
+        sessions_url=_list_url(model_admin, Session, user_id),
+        observations_url=_list_url(model_admin, Observation, user_id),
         can_forget=may_forget(request),
     )
     return TemplateResponse(request, "admin/ilab_memory/user.html", context)
@@ -178,35 +217,53 @@ def breakdown(signals: dict) -> list[tuple[str, str]]:
 
 
 def user_export_view(model_admin, request, user_id: str):
-    """The user's export document (the same as ``mem_export``), streamed as a download."""
+    """The user's export document (the same as ``mem_export``), of every scope or of the one
+    ``?scope=`` names, streamed as a download."""
     if not may_view(request):
         raise PermissionDenied
     user_id = _clean_user(user_id)
-    response = StreamingHttpResponse(user_export_json(user_id=user_id), content_type="application/json")
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user_id)[:80]
+    scope = _user_scope(request, user_id)
+    response = StreamingHttpResponse(user_export_json(user_id=user_id, scope=scope), content_type="application/json")
+    name = user_id if scope == ALL else f"{user_id}-{scope or 'shared'}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
     response["Content-Disposition"] = f'attachment; filename="ilab-memory-{safe}.json"'
     return response
 
 
 def user_forget_view(model_admin, request, user_id: str):
+    """Erase the user, or with ``?scope=`` one of its scopes, after a confirmation page."""
     if not may_forget(request):
         raise PermissionDenied
     user_id = _clean_user(user_id)
-    if request.method == "POST" and request.POST.get("confirm_forget") == "yes":
-        forget(model_admin, request, [user_id])
-        return HttpResponseRedirect(admin_url(model_admin, Session, "changelist"))
-    return forget_confirmation(model_admin, request, [user_id], hidden=[])
+    scope = _user_scope(request, user_id)
+    confirmed = request.method == "POST" and request.POST.get("confirm_forget") == "yes"
+    if scope == ALL:
+        if confirmed:
+            forget(model_admin, request, [user_id])
+            return HttpResponseRedirect(admin_url(model_admin, Session, "changelist"))
+        return forget_confirmation(model_admin, request, [user_id], hidden=[])
+    if confirmed:
+        forget_scopes(model_admin, request, [(user_id, scope)])
+        return HttpResponseRedirect(reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id]))
+    return forget_confirmation(model_admin, request, [], targets=[(user_id, scope)], hidden=[])
 
 
 # -- Erasure -------------------------------------------------------------------------------------
 
 
-def forget_confirmation(model_admin, request, user_ids: list[str], *, hidden: list[tuple[str, str]]):
+def forget_confirmation(model_admin, request, user_ids: list[str], *, hidden: list[tuple[str, str]],
+                        targets: list[tuple[str, str]] = ()):
+    """The page that asks before an erasure: of whole users, or of (user_id, scope) ``targets``."""
+    if targets:
+        title = ngettext("Erase this scope of its user?", "Erase these scopes of their users?", len(targets))
+    else:
+        title = ngettext("Erase all data of this user?", "Erase all data of these users?", len(user_ids))
     context = _context(
         model_admin,
         request,
-        ngettext("Erase all data of this user?", "Erase all data of these users?", len(user_ids)),
+        title,
         user_ids=user_ids,
+        targets=[(user_id, scope_text(scope)) for user_id, scope in targets],
         hidden=hidden,
     )
     return TemplateResponse(request, "admin/ilab_memory/forget_confirmation.html", context)
@@ -221,15 +278,7 @@ def forget(model_admin, request, user_ids: list[str]) -> None:
     """
     totals = {"sessions": 0, "observations": 0, "revisions": 0}
     for user_id in user_ids:
-        sessions, observation_ids = admin_selectors.user_rows_for_audit(user_id=user_id)
-        counts = user_forget(user_id=user_id)
-        for name in totals:
-            totals[name] += counts.get(name, 0)
-        message = gettext(
-            "Erased with all data of user %(user_id)s: %(sessions)s, %(observations)s, %(revisions)s."
-        ) % {"user_id": user_id, **_counted(counts)}
-        audit(request, Session, sessions, flag=DELETION, message=message)
-        audit(request, Observation, ((pk, pk) for pk in observation_ids), flag=DELETION, message=message)
+        _erase(request, user_id, ALL, totals)
     model_admin.message_user(
         request,
         ngettext(
@@ -240,6 +289,51 @@ def forget(model_admin, request, user_ids: list[str]) -> None:
         % {"users": len(user_ids), **_counted(totals)},
         messages.SUCCESS,
     )
+
+
+def forget_scopes(model_admin, request, targets: list[tuple[str, str]]) -> None:
+    """``user_forget`` of each (user_id, scope) in ``targets``: the users' other scopes stay.
+    A deletion entry in the admin log for each row erased, as ``forget`` writes."""
+    totals = {"sessions": 0, "observations": 0, "revisions": 0}
+    erased = 0
+    for user_id, scope in targets:
+        try:
+            _erase(request, user_id, scope, totals)
+            erased += 1
+        except MemoryValidationError as exc:
+            # A scope the SCOPES setting no longer allows: say so, and erase the others.
+            model_admin.message_user(request, f"{user_id} · {scope_text(scope)}: {error_text(exc)}", messages.ERROR)
+    if not erased:
+        return
+    model_admin.message_user(
+        request,
+        ngettext(
+            "Erased %(scopes)d scope: %(sessions)s, %(observations)s, %(revisions)s.",
+            "Erased %(scopes)d scopes: %(sessions)s, %(observations)s, %(revisions)s.",
+            erased,
+        )
+        % {"scopes": erased, **_counted(totals)},
+        messages.SUCCESS,
+    )
+
+
+def _erase(request, user_id: str, scope: str, totals: dict) -> dict:
+    """``user_forget`` of one user or one scope of it, its deletion entries, ``totals`` added up."""
+    sessions, observation_ids = admin_selectors.user_rows_for_audit(user_id=user_id, scope=scope)
+    counts = user_forget(user_id=user_id, scope=scope)
+    for name in totals:
+        totals[name] += counts.get(name, 0)
+    if scope == ALL:
+        message = gettext(
+            "Erased with all data of user %(user_id)s: %(sessions)s, %(observations)s, %(revisions)s."
+        ) % {"user_id": user_id, **_counted(counts)}
+    else:
+        message = gettext(
+            "Erased with scope %(scope)s of user %(user_id)s: %(sessions)s, %(observations)s, %(revisions)s."
+        ) % {"scope": scope_text(scope), "user_id": user_id, **_counted(counts)}
+    audit(request, Session, sessions, flag=DELETION, message=message)
+    audit(request, Observation, ((pk, pk) for pk in observation_ids), flag=DELETION, message=message)
+    return counts
 
 
 def _counted(counts: dict) -> dict:

@@ -15,9 +15,11 @@ from django.utils.translation import gettext_lazy as _
 from ..exceptions import ObservationNotFound
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, ObservationRevision, Session
+from ..scopes import ALL
 from ..services.observations import observation_delete, observation_restore, observation_update
 from .common import (
     DeletedFilter,
+    ScopeFilter,
     ServiceOwnedAdmin,
     SessionSummaryKindFilter,
     TypeFilter,
@@ -27,6 +29,7 @@ from .common import (
     badge,
     clip,
     error_text,
+    scope_label,
     times,
     user_link,
     when,
@@ -76,6 +79,7 @@ class ObservationAdminForm(forms.ModelForm):
             record = observation_update(
                 user_id=self.instance.user_id,
                 observation_id=self.instance.pk,
+                scope=ALL,  # the operator acts in any scope; a row never changes scope
                 keep_session=cleaned.get("edit_kind") != USER_WRITE,
                 **{name: cleaned[name] for name in changed},
             )
@@ -95,16 +99,19 @@ class ObservationAdminForm(forms.ModelForm):
 
 class ObservationAdmin(ServiceOwnedAdmin):
     form = ObservationAdminForm
-    list_display = ("short_title", "kind", "user", "session_link", "revised", "repeated", "updated", "state")
+    list_display = (
+        "short_title", "kind", "user", "scope_label", "session_link", "revised", "repeated", "updated", "state",
+    )
     list_display_links = ("short_title",)
-    list_filter = (UserIdFilter, TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
+    list_filter = (UserIdFilter, ScopeFilter, TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
     list_select_related = ("session",)
-    search_fields = ("title", "content", "user_id__exact")
-    search_help_text = _("Words of the title or content, or an exact user_id.")
+    search_fields = ("title", "content", "user_id__exact", "scope__exact")
+    search_help_text = _("Words of the title or content, or an exact user_id or scope.")
     list_deferred_fields = ("content", "metadata", "session__summary")
     readonly_fields = (
         "id",
         "user",
+        "scope_label",
         "session_link",
         "history",
         "redacted_blocks",
@@ -115,7 +122,8 @@ class ObservationAdmin(ServiceOwnedAdmin):
         "revision_history",
     )
     fieldsets = (
-        (None, {"fields": ("id", "user", "session_link", "type", "title", "content", "topic_key", "metadata")}),
+        (None, {"fields": ("id", "user", "scope_label", "session_link", "type", "title", "content", "topic_key",
+                           "metadata")}),
         (_("Edit"), {"fields": ("edit_kind",)}),
         (
             _("Counters and times"),
@@ -171,6 +179,10 @@ class ObservationAdmin(ServiceOwnedAdmin):
     @admin.display(description=_("User id"), ordering="user_id")
     def user(self, obj):
         return user_link(self, obj.user_id)
+
+    @admin.display(description=_("Scope"), ordering="scope")
+    def scope_label(self, obj):
+        return scope_label(obj.scope)
 
     @admin.display(description=_("Session"), ordering="session__started_at")
     def session_link(self, obj):
@@ -262,7 +274,7 @@ class ObservationAdmin(ServiceOwnedAdmin):
         done = []
         for observation in queryset.live().select_related(None).only("id", "user_id", "type", "title"):
             try:
-                observation_delete(user_id=observation.user_id, observation_id=observation.pk)
+                observation_delete(user_id=observation.user_id, observation_id=observation.pk, scope=ALL)
                 done.append(observation)
             except ObservationNotFound:
                 pass  # deleted by someone else meanwhile: already in the wanted state
@@ -277,7 +289,7 @@ class ObservationAdmin(ServiceOwnedAdmin):
         done, refused = [], 0
         for observation in queryset.deleted().select_related(None).only("id", "user_id", "type", "title"):
             try:
-                observation_restore(user_id=observation.user_id, observation_id=observation.pk)
+                observation_restore(user_id=observation.user_id, observation_id=observation.pk, scope=ALL)
                 done.append(observation)
             except MemoryValidationError:
                 refused += 1  # its topic_key is held by another live observation now

@@ -14,9 +14,12 @@ from datetime import date, datetime, timedelta
 from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncDate
 
-from ..models import Observation, ObservationVector, Session
+from ..models import Observation, ObservationVector, Session, SessionStatus
+from ..scopes import ALL
 
 WINDOW_DAYS = 30
+# A list's scope filter offers at most this many of a user's scopes (the box reaches the rest).
+SCOPE_CHOICES = 50
 # Counts past this read "10,000+": the database stops counting there.
 COUNT_CAP = 10_000
 
@@ -119,6 +122,35 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> O
     )
 
 
+@dataclass(frozen=True)
+class ScopeOfUser:
+    """One scope of a user: its sessions (how many active) and live memories."""
+
+    scope: str
+    sessions: int
+    active_sessions: int
+    memories: int
+
+
+def user_scopes(*, user_id: str, live_by_scope: dict[str, int]) -> list[ScopeOfUser]:
+    """The scopes one user has sessions in, the shared space first; sessions are counted here
+    (the user's rows only), live memories are ``live_by_scope`` (``stats``' count, not read twice).
+    Every memory is in a session of its scope, so no scope has memories and no session."""
+    rows = (
+        Session.objects.for_user(user_id).order_by().values("scope")
+        .annotate(n=Count("pk"), active=Count("pk", filter=Q(status=SessionStatus.ACTIVE)))
+        .order_by("scope")
+    )
+    return [ScopeOfUser(row["scope"], row["n"], row["active"], live_by_scope.get(row["scope"], 0)) for row in rows]
+
+
+def user_scope_names(*, user_id: str, limit: int = SCOPE_CHOICES) -> list[str]:
+    """The first ``limit`` scopes one user has sessions in, in order (the user's rows only)."""
+    return list(
+        Session.objects.for_user(user_id).order_by("scope").values_list("scope", flat=True).distinct()[:limit]
+    )
+
+
 def user_recent_sessions(*, user_id: str, limit: int):
     """One user's newest sessions (the (user_id, -started_at) index), summaries cut short."""
     return list(
@@ -131,15 +163,21 @@ def user_recent_observations(*, user_id: str, limit: int):
     return list(
         Observation.objects.for_user(user_id)
         .live()
-        .only("id", "user_id", "type", "title", "revision_count", "duplicate_count", "updated_at", "session_id")
+        .only("id", "user_id", "scope", "type", "title", "revision_count", "duplicate_count", "updated_at",
+              "session_id")
         .order_by("-updated_at", "-id")[:limit]
     )
 
 
-def user_rows_for_audit(*, user_id: str) -> tuple[list, list]:
-    """(session (pk, label) pairs, observation pks) of one user, read before an erasure."""
-    sessions = [(s.pk, str(s)) for s in Session.objects.for_user(user_id).only("id", "user_id", "started_at", "status")]
-    observations = list(Observation.objects.for_user(user_id).order_by().values_list("pk", flat=True))
+def user_rows_for_audit(*, user_id: str, scope: str = ALL) -> tuple[list, list]:
+    """(session (pk, label) pairs, observation pks) of one user, or of one scope of it (``ALL``:
+    every scope), read before an erasure."""
+    part = {} if scope == ALL else {"scope": scope}
+    sessions = [
+        (s.pk, str(s))
+        for s in Session.objects.for_user(user_id).filter(**part).only("id", "user_id", "scope", "started_at", "status")
+    ]
+    observations = list(Observation.objects.for_user(user_id).filter(**part).order_by().values_list("pk", flat=True))
     return sessions, observations
 
 

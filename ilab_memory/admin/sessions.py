@@ -25,6 +25,7 @@ from .common import (
     AUTO,
     HUMAN,
     NONE,
+    ScopeFilter,
     ServiceOwnedAdmin,
     SummaryKindFilter,
     UserIdFilter,
@@ -32,6 +33,7 @@ from .common import (
     audit,
     badge,
     clip,
+    scope_label,
     times,
     user_link,
     when,
@@ -77,6 +79,7 @@ class SessionAdmin(ServiceOwnedAdmin):
     list_display = (
         "started",
         "user",
+        "scope_label",
         "state",
         "summary_preview",
         "last_activity",
@@ -84,14 +87,15 @@ class SessionAdmin(ServiceOwnedAdmin):
         "observation_count",
     )
     list_display_links = ("started",)
-    list_filter = (UserIdFilter, "status", SummaryKindFilter, "started_at", "last_activity_at", "ended_at")
+    list_filter = (UserIdFilter, ScopeFilter, "status", SummaryKindFilter, "started_at", "last_activity_at", "ended_at")
     date_hierarchy = "started_at"
-    search_fields = ("user_id__exact", "summary")
-    search_help_text = _("An exact user_id, or words of the summary.")
+    search_fields = ("user_id__exact", "scope__exact", "summary")
+    search_help_text = _("An exact user_id or scope, or words of the summary.")
     list_deferred_fields = ("summary",)
     readonly_fields = (
         "id",
         "user",
+        "scope_label",
         "status",
         "summary_badge",
         "started",
@@ -102,11 +106,11 @@ class SessionAdmin(ServiceOwnedAdmin):
         "observation_list",
     )
     fieldsets = (
-        (None, {"fields": ("id", "user", "status", "started", "last_activity", "ended")}),
+        (None, {"fields": ("id", "user", "scope_label", "status", "started", "last_activity", "ended")}),
         (_("Summary"), {"fields": ("summary_badge", "summary", "redacted_blocks")}),
         (_("Observations"), {"fields": ("observation_count", "observation_list")}),
     )
-    actions = ("forget_users",)
+    actions = ("forget_users", "forget_scopes")
 
     def get_queryset(self, request):
         return (
@@ -134,6 +138,27 @@ class SessionAdmin(ServiceOwnedAdmin):
                 + [("action", "forget_users")],
             )
         console.forget(self, request, user_ids)
+        return None
+
+    @admin.action(description=_("Erase the selected sessions' scopes (only those scopes of their users)"),
+                  permissions=["forget"])
+    def forget_scopes(self, request, queryset):
+        """``user_forget`` of each (user, scope) the selected sessions are in; the users' other
+        scopes stay. Asks for confirmation on a second page."""
+        targets = sorted(set(queryset.values_list("user_id", "scope")))
+        if request.POST.get("confirm_forget") != "yes":
+            return console.forget_confirmation(
+                self,
+                request,
+                [],
+                targets=targets,
+                hidden=[
+                    (admin.helpers.ACTION_CHECKBOX_NAME, pk)
+                    for pk in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
+                ]
+                + [("action", "forget_scopes")],
+            )
+        console.forget_scopes(self, request, targets)
         return None
 
     def get_readonly_fields(self, request, obj=None):
@@ -167,6 +192,10 @@ class SessionAdmin(ServiceOwnedAdmin):
     @admin.display(description=_("User id"), ordering="user_id")
     def user(self, obj):
         return user_link(self, obj.user_id)
+
+    @admin.display(description=_("Scope"), ordering="scope")
+    def scope_label(self, obj):
+        return scope_label(obj.scope)
 
     @admin.display(description=_("State"), ordering="status")
     def state(self, obj):
