@@ -213,7 +213,7 @@ def breakdown(signals: dict) -> list[tuple[str, str]]:
             return ", ".join(f"{key} {text(item)}" for key, item in value.items())
         return str(value)
 
-    return [(key, text(value)) for key, value in signals.items()]
+    return [(key, scope_text(value) if key == "scope" else text(value)) for key, value in signals.items()]
 
 
 def user_export_view(model_admin, request, user_id: str):

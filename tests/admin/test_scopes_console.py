@@ -208,6 +208,8 @@ def test_user_page_search_reads_as_an_agent_of_a_scope_or_every_scope(admin_clie
     assert found(scope="") == ["Alice likes tea"]
     response = admin_client.get(user_url("alice", q="tea", scope="Bad Scope"))
     assert response.status_code == 200 and response.context["search_error"].startswith("scope: ")
+    why = dict(admin_client.get(user_url("alice", q="tea")).context["results"][0][1])
+    assert why["scope"] == "(shared)"
     selected = admin_client.get(user_url("alice", q="tea", scope="coder")).content.decode()
     assert '<option value="coder" selected>coder and the shared space</option>' in selected
 
