@@ -255,3 +255,15 @@ def test_the_allowed_scopes_setting_refuses_the_others(db):
     with pytest.raises(ValidationError) as error:
         memory.mem_save("alice", "T", "C", scope="coding")
     assert error.value.code == "scope_not_allowed"
+
+
+def test_a_scope_the_settings_no_longer_allow_can_still_be_erased(words):
+    words.mem_save("alice", "Kept", "From before the setting changed.", scope="legacy")
+    with override_settings(ILAB_MEMORY={"SCOPES": ["support"]}):
+        memory = ILabMemory(embedder=None)
+        with pytest.raises(ValidationError):
+            memory.mem_search("alice", "kept", scope="legacy")
+        assert memory.mem_forget_user("alice", scope="legacy")["observations"] == 1
+        with pytest.raises(ValidationError):
+            memory.mem_forget_user("alice", scope="Not A Slug")
+    assert not Observation.objects.exists()

@@ -29,7 +29,7 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus, VectorStamp
-from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_reach, clean_scope, clean_target
+from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_erasable, clean_reach, clean_scope
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
@@ -664,7 +664,7 @@ def user_forget(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = ALL if scope is None else clean_target(scope, config=config)
+    scope = clean_erasable(scope, config=config)
     whole_user = scope == ALL
     part = {} if whole_user else {"scope": scope}
     connection = connections[using]
