@@ -1,4 +1,5 @@
-"""The demo site as one ASGI application: Django at every path, the memory's MCP endpoint at /mcp/.
+"""The demo site as one ASGI application: Django at every path, the memory's MCP endpoints at
+/mcp/ (the shared space) and /mcp/coding/ (the "coding" scope).
 
 Serve it with an ASGI server: ``.venv/bin/python -m uvicorn project.asgi:application``
 (``python3 -m project demo`` does). Static files are served too while DEBUG is on, as
@@ -23,7 +24,8 @@ from ilab_memory.mcp.http import with_mcp  # noqa: E402
 if settings.DEBUG:
     django_application = ASGIStaticFilesHandler(django_application)
 
-application = with_mcp(django_application, path="/mcp/")
+# /mcp/ serves the shared space; /mcp/coding/ an agent bound to the "coding" scope (docs/mcp.md).
+application = with_mcp(with_mcp(django_application, path="/mcp/"), path="/mcp/coding/", scope="coding")
 
 # Memories left waiting by a process that stopped before embedding them (the demo's loader, a
 # killed server) are embedded now, so the console's backlog clears without waiting for a save.
