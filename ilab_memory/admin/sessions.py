@@ -44,6 +44,12 @@ SUMMARY_HEAD_CHARS = 120
 INLINE_ROWS = 50
 
 
+def _resubmitted(request, action: str) -> list[tuple[str, str]]:
+    """The hidden fields that send an action's selection again from its confirmation page."""
+    selected = request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
+    return [(admin.helpers.ACTION_CHECKBOX_NAME, pk) for pk in selected] + [("action", action)]
+
+
 def summary_kind(session) -> str:
     """AUTO, HUMAN or NONE, from the list's ``summary_head`` annotation (the text is deferred)."""
     if session.is_auto_generated:
@@ -127,16 +133,7 @@ class SessionAdmin(ServiceOwnedAdmin):
         """Right to erasure, through ``user_forget``; asks for confirmation on a second page."""
         user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
         if request.POST.get("confirm_forget") != "yes":
-            return console.forget_confirmation(
-                self,
-                request,
-                user_ids,
-                hidden=[
-                    (admin.helpers.ACTION_CHECKBOX_NAME, pk)
-                    for pk in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
-                ]
-                + [("action", "forget_users")],
-            )
+            return console.forget_confirmation(self, request, user_ids, hidden=_resubmitted(request, "forget_users"))
         console.forget(self, request, user_ids)
         return None
 
@@ -148,15 +145,7 @@ class SessionAdmin(ServiceOwnedAdmin):
         targets = sorted(set(queryset.values_list("user_id", "scope")))
         if request.POST.get("confirm_forget") != "yes":
             return console.forget_confirmation(
-                self,
-                request,
-                [],
-                targets=targets,
-                hidden=[
-                    (admin.helpers.ACTION_CHECKBOX_NAME, pk)
-                    for pk in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
-                ]
-                + [("action", "forget_scopes")],
+                self, request, [], targets=targets, hidden=_resubmitted(request, "forget_scopes")
             )
         console.forget_scopes(self, request, targets)
         return None

@@ -51,6 +51,17 @@ def spawn(backend: str, target: str, mode: str, *args: str) -> subprocess.Popen:
     )
 
 
+def collect(children: list[subprocess.Popen], *, timeout: int = 180) -> list[dict]:
+    """Every acknowledgement of ``children``, once each has exited cleanly and never met "locked"."""
+    acks = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=timeout)
+        assert child.returncode == 0, stderr[-2000:]
+        assert "locked" not in stderr
+        acks.extend(parse_acks(stdout))
+    return acks
+
+
 def parse_acks(stdout: str) -> list[dict]:
     """Complete JSON lines only: a line cut by a kill was never acknowledged."""
     acks = []

@@ -15,7 +15,7 @@ from ilab_memory.models import Session
 from . import worker
 from tests.threads import run_together
 
-from .conftest import SCALE, check_invariants, parse_acks, pg_worker_target, record, spawn
+from .conftest import SCALE, check_invariants, collect, parse_acks, pg_worker_target, record, spawn
 
 pytestmark = pytest.mark.slow
 
@@ -66,13 +66,7 @@ def run_processes(backend: str, target: str, *, processes: int, users: list[str]
               "--seed", str(seed * 100 + n), "--tag", f"p{n}")
         for n in range(processes)
     ]
-    acks = []
-    for child in children:
-        stdout, stderr = child.communicate(timeout=120)
-        assert child.returncode == 0, stderr[-2000:]
-        assert "locked" not in stderr
-        acks.extend(parse_acks(stdout))
-    return acks
+    return collect(children, timeout=120)
 
 
 def test_agents_in_processes_on_one_embedded_sqlite_file_keep_every_invariant(tmp_path):

@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 from django.db import connection
 
-from .conftest import parse_acks, pg_worker_target, spawn
+from .conftest import collect, pg_worker_target, spawn
 
 pytestmark = pytest.mark.slow
 
@@ -27,13 +27,7 @@ def race(backend: str, target: str) -> list[dict]:
               "--seed", str(n), "--tag", f"p{n}", "--at", str(at))
         for n in range(PROCESSES)
     ]
-    acks = []
-    for child in children:
-        stdout, stderr = child.communicate(timeout=180)
-        assert child.returncode == 0, stderr[-2000:]
-        assert "locked" not in stderr
-        acks.extend(parse_acks(stdout))
-    return acks
+    return collect(children)
 
 
 def check(cursor, acks: list[dict]) -> None:
