@@ -45,10 +45,9 @@ def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SP
         all_query, any_query = postgresql.tsqueries(parsed)
         alternatives = [postgresql.tsquery_phrase(term) for term in any_terms(parsed)]
         in_scopes, scopes = reach.sql("o.scope")
-        total_scopes, _ = reach.sql("scope")
-        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None, in_scopes, total_scopes)
+        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None, in_scopes)
         params = [head, all_query, any_query, alternatives, user_id, *scopes, *([type] if type else []), user_id,
-                  *scopes, count]
+                  count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
     return engine, list(Observation.objects.db_manager(using).raw(statement, params))

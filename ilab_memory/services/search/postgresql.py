@@ -90,11 +90,10 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
     return all_query, any_query
 
 
-def ranked_sql(type_filter: bool, in_scopes: str, total_scopes: str) -> str:
+def ranked_sql(type_filter: bool, in_scopes: str) -> str:
     """The ranked statement; its parameters: head, all-terms and any-term tsquery, the
-    alternatives' tsqueries (an array), user_id, the scopes of ``in_scopes``, [type], user_id,
-    the scopes of ``total_scopes`` (``Reach.sql``), count. The idf counts the memories the
-    reader reaches, as FTS5's bm25 counts the whole index."""
+    alternatives' tsqueries (an array), user_id, the scopes of ``in_scopes`` (``Reach.sql``),
+    [type], user_id, count."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
     # live observations, the shape of FTS5's bm25, still in one statement.
@@ -116,7 +115,9 @@ def ranked_sql(type_filter: bool, in_scopes: str, total_scopes: str) -> str:
         -- (inlined, the planner re-ran the count and the document frequencies per candidate,
         -- a cost that grows with the square of a common word's matches).
         total AS MATERIALIZED (
-            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL{total_scopes}
+            -- Every scope of the user: a count the user's own index answers alone (a scope
+            -- filter would read each row), and a collection size, as FTS5 counts its whole index.
+            SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
         frequency AS MATERIALIZED (
             SELECT a.i, a.alternative, count(c.id)::float AS df
