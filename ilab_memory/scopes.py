@@ -89,12 +89,18 @@ class Reach:
 
     def filter(self, prefix: str = "") -> dict:
         """Keyword arguments for ``QuerySet.filter`` (empty when every scope is read)."""
-        return {} if self.scopes is None else {f"{prefix}scope__in": self.scopes}
+        if self.scopes is None:
+            return {}
+        if len(self.scopes) == 1:  # an exact lookup: the shared space alone, the most common read
+            return {f"{prefix}scope": self.scopes[0]}
+        return {f"{prefix}scope__in": self.scopes}
 
     def sql(self, column: str) -> tuple[str, list]:
         """An ``AND column IN (...)`` clause and its parameters ("" when every scope is read)."""
         if self.scopes is None:
             return "", []
+        if len(self.scopes) == 1:
+            return f" AND {column} = %s", list(self.scopes)
         return f" AND {column} IN ({', '.join(['%s'] * len(self.scopes))})", list(self.scopes)
 
     def includes(self, scope: str) -> bool:

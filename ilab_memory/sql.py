@@ -127,7 +127,8 @@ def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit:
     # planner sees them. Rank, cut to the winners, and only then join for their text: a join
     # before the cut fetched every candidate's row on both engines. ``own`` (the reader's own
     # scope) is ranked first among equal scores.
-    in_scopes = "" if scopes is None else f" AND scope IN ({', '.join(['%s'] * scopes)})"
+    in_scopes = "" if scopes is None else (
+        " AND scope = %s" if scopes == 1 else f" AND scope IN ({', '.join(['%s'] * scopes)})")
     own_column = "CASE WHEN scope = %s THEN 1 ELSE 0 END" if own else "0"
     return f"""
     SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.scope,
@@ -160,10 +161,12 @@ def ranked_context(user_id: str, reach: Reach = SHARED_SPACE, *, now: datetime, 
     """
     connection = connections[using]
     scopes = None if reach.scopes is None else len(reach.scopes)
-    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, scopes, reach.own is not None)
+    # Ranking the own scope first only matters when the candidates come from several scopes.
+    own = reach.own is not None and (scopes is None or scopes > 1)
+    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, scopes, own)
     now_param = _param(Observation, "updated_at", now, connection)
     params = [
-        head_chars, *([reach.own] if reach.own is not None else []),
+        head_chars, *([reach.own] if own else []),
         *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *(reach.scopes or ()),
     ]
     return list(Observation.objects.db_manager(using).raw(sql, params))
