@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 import time
@@ -19,17 +20,22 @@ def sample(seconds: list[float]) -> dict:
 
 def measure(calls: dict[str, Callable[[int], object]], *, iterations: int, warmup: int = 3,
             rotate: bool = True) -> dict[str, dict]:
-    """Time each call ``iterations`` times, all of them in turns (a, b, c, then b, c, a, …).
+    """Time each call ``iterations`` times, all of them in turns, each turn in a new order
+    (shuffled with a fixed seed).
 
     The machine is shared and its speed drifts within a minute: taking turns makes a slow moment
-    hit every contender alike, so their ratios hold still. ``rotate=False`` keeps the listed
-    order in every turn, for calls that depend on each other (a session's start before its save).
+    hit every contender alike, so their ratios hold still. The order changes so that no call
+    always follows the same one: a call right after a heavy one (a common-term search over
+    10,000 memories) runs on cold caches, and a fixed neighbour made that a call's own cost.
+    ``rotate=False`` keeps the listed order in every turn, for calls that depend on each other
+    (a session's start before its save).
     """
     names = list(calls)
     times: dict[str, list[float]] = {name: [] for name in names}
+    rng = random.Random(0)
     for i in range(warmup + iterations):
-        shift = i % len(names) if rotate else 0
-        for name in names[shift:] + names[:shift]:
+        order = rng.sample(names, len(names)) if rotate else names
+        for name in order:
             started = time.perf_counter()
             calls[name](i)
             if i >= warmup:
