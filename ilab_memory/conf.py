@@ -157,20 +157,23 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append(f"MAX_USER_ID_CHARS cannot exceed {USER_ID_COLUMN_CHARS} (the column size)")
     if _is_int(values.get("MAX_SCOPE_CHARS")) and values["MAX_SCOPE_CHARS"] > SCOPE_COLUMN_CHARS:
         problems.append(f"MAX_SCOPE_CHARS cannot exceed {SCOPE_COLUMN_CHARS} (the column size)")
+    max_scope = values["MAX_SCOPE_CHARS"] if _is_int(values.get("MAX_SCOPE_CHARS")) else SCOPE_COLUMN_CHARS
+
+    def is_scope(value) -> bool:
+        return isinstance(value, str) and bool(SCOPE_PATTERN.fullmatch(value)) and len(value) <= max_scope
+
     scopes = values.get("SCOPES")
-    if scopes is not None and (isinstance(scopes, str) or not all(
-        isinstance(scope, str) and SCOPE_PATTERN.fullmatch(scope) and len(scope) <= SCOPE_COLUMN_CHARS
-        for scope in scopes
-    )):
+    if scopes is not None and not (isinstance(scopes, (list, tuple)) and all(map(is_scope, scopes))):
+        scopes = None
         problems.append("SCOPES must be None or a list of slugs matching [a-z0-9][a-z0-9_.-]* "
-                        f"of at most {SCOPE_COLUMN_CHARS} characters")
+                        "of at most MAX_SCOPE_CHARS characters")
     bindings = values.get("ACCOUNT_SCOPES")
     if not isinstance(bindings, dict) or not all(
-        isinstance(account, str) and isinstance(scope, str) and (scope == "" or SCOPE_PATTERN.fullmatch(scope))
-        and len(scope) <= SCOPE_COLUMN_CHARS for account, scope in bindings.items()
+        isinstance(account, str) and (scope == "" or is_scope(scope)) for account, scope in bindings.items()
     ):
-        problems.append('ACCOUNT_SCOPES must map usernames to scope slugs (or "", the shared space)')
-    elif isinstance(scopes, (list, tuple)) and any(scope and scope not in scopes for scope in bindings.values()):
+        problems.append('ACCOUNT_SCOPES must map usernames to scope slugs of at most MAX_SCOPE_CHARS characters '
+                        '(or "", the shared space)')
+    elif scopes is not None and any(scope and scope not in scopes for scope in bindings.values()):
         problems.append("ACCOUNT_SCOPES binds an account to a scope SCOPES does not allow")
     weights = values.get("TYPE_WEIGHTS")
     if not isinstance(weights, dict) or not all(

@@ -10,9 +10,9 @@ means what it meant before scopes existed.
 * A write **by id** (update, delete, restore) finds the row in its own scope only, or in any of
   the user's scopes with ``ALL`` (``clean_target``): an agent reads the shared space but
   changes only what it wrote itself.
-* **Erasure** names one scope or ``ALL`` (``clean_erasable``): any well-formed slug, also one
-  the ``SCOPES`` setting no longer allows, so data kept from before a setting changed can
-  always be erased.
+* **Erasure and export** name data already held (``clean_held``): ``ALL`` or any well-formed
+  slug that fits the column, also one the ``SCOPES`` or ``MAX_SCOPE_CHARS`` settings no longer
+  allow, so data kept from before a setting changed can always be erased or taken away.
 
 Pure Python, no database; the filters are built by ``Reach.filter`` and ``Reach.sql``.
 """
@@ -36,18 +36,19 @@ MAX_LISTED_SCOPES = 20
 _RULE = "must be a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit"
 
 
-def _check_slug(value: Any, *, config, allowed_only: bool = True) -> str:
+def _check_slug(value: Any, *, config, held: bool = False) -> str:
+    """A slug within the settings' rules; ``held``: within the column only (data already stored)."""
     if not isinstance(value, str):
         raise ValidationError("scope", f"must be a string, not {type(value).__name__}.", code="invalid_type")
     if value == SHARED:
         return value
-    limit = config.MAX_SCOPE_CHARS
+    limit = SCOPE_COLUMN_CHARS if held else config.MAX_SCOPE_CHARS
     if len(value) > limit:
         raise ValidationError.too_long("scope", limit=limit, size=len(value))
     if not SCOPE_PATTERN.fullmatch(value):
         raise ValidationError("scope", f"{_RULE} (or empty for the shared space).", code="invalid_scope")
     allowed = config.SCOPES
-    if allowed_only and allowed is not None and value not in allowed:
+    if not held and allowed is not None and value not in allowed:
         raise ValidationError("scope", "is not one of the allowed scopes (the SCOPES setting).",
                               code="scope_not_allowed")
     return value
@@ -70,13 +71,14 @@ def clean_target(value: Any, *, config) -> str:
     return clean_scope(value, config=config)
 
 
-def clean_erasable(value: Any, *, config) -> str:
-    """The scope an erasure removes: ``ALL`` (the whole user), or one scope, allowed or not."""
+def clean_held(value: Any, *, config) -> str:
+    """The scope of data already held that an erasure or an export names: ``ALL`` (the whole
+    user), or one scope, whatever the settings now allow."""
     if value is None or value == ALL:
         return ALL
     if isinstance(value, (list, tuple)):
         return clean_scope(value, config=config)  # refused: one scope or every one
-    return _check_slug(value, config=config, allowed_only=False)
+    return _check_slug(value, config=config, held=True)
 
 
 @dataclass(frozen=True)

@@ -237,3 +237,13 @@ def test_the_api_without_the_api_extra_names_the_extra(site_env):  # noqa: F811
     done = run_without(["rest_framework"], site, env=site_env)
     assert done.returncode == 1
     assert "MissingExtra: this needs the 'api' extra (rest_framework not installed)" in done.stderr
+
+
+def test_an_export_with_a_bad_scope_leaves_an_existing_file_as_it_was(db, tmp_path):
+    from django.core.management.base import CommandError
+
+    kept = tmp_path / "existing.json"
+    kept.write_text("PRECIOUS")
+    with pytest.raises(CommandError):
+        call_command("ilab_memory_export", "alice", "--scope", "Bad Scope", "-o", str(kept))
+    assert kept.read_text() == "PRECIOUS"

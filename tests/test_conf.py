@@ -4,7 +4,7 @@ import pytest
 from django.core import checks
 from django.test import override_settings
 
-from ilab_memory.conf import DEFAULTS, get_config
+from ilab_memory.conf import DEFAULTS, get_config, validate_values
 from ilab_memory.exceptions import ConfigurationError
 
 
@@ -92,3 +92,23 @@ def test_non_dict_setting_is_reported():
 def test_checks_are_registered_with_django():
     with override_settings(ILAB_MEMORY={"NOPE": 1}):
         assert "ilab_memory.E002" in ids(checks.run_checks())
+
+
+@pytest.mark.parametrize("values, problem", [
+    ({"SCOPES": 5}, "SCOPES must be None or a list"),
+    ({"SCOPES": {"a"}}, "SCOPES must be None or a list"),
+    ({"SCOPES": ["Bad"]}, "SCOPES must be None or a list"),
+    ({"MAX_SCOPE_CHARS": 4, "SCOPES": ["support"]}, "SCOPES must be None or a list"),
+    ({"MAX_SCOPE_CHARS": 65}, "MAX_SCOPE_CHARS cannot exceed 64"),
+    ({"ACCOUNT_SCOPES": ["bot"]}, "ACCOUNT_SCOPES must map usernames"),
+    ({"ACCOUNT_SCOPES": {"bot": "Bad"}}, "ACCOUNT_SCOPES must map usernames"),
+    ({"MAX_SCOPE_CHARS": 4, "ACCOUNT_SCOPES": {"bot": "support"}}, "ACCOUNT_SCOPES must map usernames"),
+    ({"SCOPES": ["a"], "ACCOUNT_SCOPES": {"bot": "b"}}, "ACCOUNT_SCOPES binds an account to a scope SCOPES"),
+])
+def test_bad_scope_settings_are_named_not_a_crash(values, problem):
+    problems = validate_values({**DEFAULTS, **values})
+    assert any(p.startswith(problem) for p in problems), problems
+
+
+def test_good_scope_settings_pass():
+    assert validate_values({**DEFAULTS, "SCOPES": ("a", "b"), "ACCOUNT_SCOPES": {"bot": "a", "ops": ""}}) == []

@@ -53,10 +53,10 @@ def test_a_write_cannot_name_every_scope_or_a_list(value):
 
 
 def test_the_scope_limit_and_the_allowed_scopes_come_from_the_settings():
-    config = get_config().with_overrides({"MAX_SCOPE_CHARS": 5, "SCOPES": ["coding"]})
+    config = get_config().with_overrides({"MAX_SCOPE_CHARS": 6, "SCOPES": ["coding"]})
     with pytest.raises(ValidationError) as error:
         clean_scope("support", config=config)
-    assert (error.value.code, error.value.limit) == ("max_length", 5)
+    assert (error.value.code, error.value.limit) == ("max_length", 6)
     with pytest.raises(ValidationError) as error:
         clean_scope("tests", config=config)
     assert error.value.code == "scope_not_allowed"
@@ -267,3 +267,13 @@ def test_a_scope_the_settings_no_longer_allow_can_still_be_erased(words):
         with pytest.raises(ValidationError):
             memory.mem_forget_user("alice", scope="Not A Slug")
     assert not Observation.objects.exists()
+
+
+def test_data_of_a_scope_longer_than_a_lowered_limit_can_still_be_exported_and_erased(words):
+    scope = "a-scope-of-twenty-ch"
+    words.mem_save("alice", "Kept", "From before the limit was lowered.", scope=scope)
+    memory = ILabMemory(embedder=None, max_scope_chars=10)
+    with pytest.raises(ValidationError):
+        memory.mem_save("alice", "New", "Refused.", scope=scope)
+    assert [o["scope"] for o in memory.mem_export("alice", scope=scope)["observations"]] == [scope]
+    assert memory.mem_forget_user("alice", scope=scope)["observations"] == 1

@@ -100,7 +100,7 @@ class MemoryAPIMixin(AppErrorMixin):
     def acting_scope(self, body: dict | None = None, *, default=SHARED):
         """The scope the request names in the body or the query (``?scope=a&scope=b`` is a list),
         else ``default``; a bound account's own scope (403 if it names another)."""
-        if body is not None and "scope" in body:
+        if body is not None and body.get("scope") is not None:  # null: as if left out, the query may name it
             return acting_scope(self.request, body["scope"], default=default)
         values = self.request.query_params.getlist("scope")
         requested = NOT_NAMED if not values else values[0] if len(values) == 1 else values

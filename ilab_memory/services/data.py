@@ -29,7 +29,7 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus, VectorStamp
-from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_erasable, clean_reach, clean_scope
+from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_held, clean_reach, clean_scope
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
@@ -68,10 +68,12 @@ SCOPED = {False: (), True: ("scope",)}  # the record fields a version adds: vers
 def export_reach(scope: Any, *, config: Config) -> Reach:
     """What an export reads: ``ALL`` (also None, the default) every scope; a scope exactly that
     one, without the shared space a read adds to it (an export of a scope imports back into
-    that scope alone); a list exactly those. Raises ValidationError("scope", ...) for a bad one."""
-    if scope is None or scope == ALL:
-        return EVERY_SCOPE
-    return clean_reach(scope if isinstance(scope, (list, tuple)) else [scope], config=config)
+    that scope alone, also one the settings no longer allow: the data is held); a list exactly
+    those. Raises ValidationError("scope", ...) for a bad one."""
+    if isinstance(scope, (list, tuple)):
+        return clean_reach(scope, config=config)
+    scope = clean_held(scope, config=config)
+    return EVERY_SCOPE if scope == ALL else Reach(scopes=(scope,), own=scope)
 
 
 def _session_rows(user_id: str, reach: Reach, *, using: str) -> Iterator[dict]:
@@ -664,7 +666,7 @@ def user_forget(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_erasable(scope, config=config)
+    scope = clean_held(scope, config=config)
     whole_user = scope == ALL
     part = {} if whole_user else {"scope": scope}
     connection = connections[using]

@@ -323,3 +323,11 @@ def test_the_scopes_speak_spanish(admin_client, scoped):
     assert "Ámbitos" in page and "Borrar este ámbito…" in page and "coder y el espacio compartido" in page
     confirm = admin_client.get(forget_url("alice", scope="coder")).content.decode()
     assert "Sí, borrar estos ámbitos" in confirm
+
+
+def test_a_scope_the_scopes_setting_no_longer_allows_is_exported(admin_client, scoped):
+    with override_settings(ILAB_MEMORY={**WORDS_ONLY, "SCOPES": ["writer"]}):
+        response = admin_client.get(export_url("alice", scope="coder"))
+        document = json.loads(b"".join(response.streaming_content))
+    assert response.status_code == 200
+    assert {o["scope"] for o in document["observations"]} == {"coder"}

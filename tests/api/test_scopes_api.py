@@ -443,6 +443,26 @@ def test_forget_of_one_scope_leaves_the_others(as_alice, alice, memories):
     assert everything.json()["observations"] == 2 and not Observation.objects.exists()
 
 
+def test_a_null_scope_in_the_body_leaves_the_querys_scope_in_force(as_alice, alice, memories):
+    saved = as_alice.post(API + f"observations/?scope={SUPPORT}", {"title": "T", "content": "C", "scope": None},
+                          format="json")
+    assert saved.status_code == 201 and saved.json()["observation"]["scope"] == SUPPORT
+    response = as_alice.post(API + f"forget/?scope={SUPPORT}", {"confirm": uid(alice), "scope": None}, format="json")
+    assert response.status_code == 200 and response.json()["observations"] == 2
+    assert set(Observation.objects.values_list("scope", flat=True)) == {CODING, ""}
+
+
+def test_a_scope_the_settings_no_longer_allow_is_exported_and_erased(as_alice, alice, memories, ilab_settings):
+    ilab_settings(SCOPES=[CODING])
+    exported = as_alice.get(API + "export/", {"scope": SUPPORT})
+    assert exported.status_code == 200
+    document = json.loads(b"".join(exported.streaming_content))
+    assert [o["title"] for o in document["observations"]] == ["Prefers email over phone"]
+    assert save(as_alice, SUPPORT, title="New").status_code == 400  # every other use is refused
+    erased = as_alice.post(API + "forget/", {"confirm": uid(alice), "scope": SUPPORT}, format="json")
+    assert erased.status_code == 200 and erased.json()["observations"] == 1
+
+
 def test_forget_without_a_scope_erases_the_whole_user(as_alice, alice, memories):
     response = as_alice.post(API + "forget/", {"confirm": uid(alice)}, format="json")
     assert response.status_code == 200 and response.json()["observations"] == 3

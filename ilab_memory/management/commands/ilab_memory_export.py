@@ -37,7 +37,9 @@ class Command(BaseCommand):
                             self.stdout.write(piece, ending="")
                         self.stdout.flush()
                 else:
+                    first = next(pieces)  # a bad user_id or scope fails here, before the file is emptied
                     with open(options["output"], "w", encoding="utf-8") as handle:
+                        handle.write(first)
                         for piece in pieces:
                             handle.write(piece)
         except ValidationError as error:
