@@ -383,7 +383,8 @@ def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_c
     assert "Cerrada 1 sesión caducada." in [str(m) for m in response.context["messages"]]
     sessions = admin_client.get(SESSIONS).content.decode()
     assert "Última actividad" in sessions and "Memorias registradas: [manual] Usa tabuladores" in sessions
-    assert "Sesiones iniciadas por día" in admin_client.get(OVERVIEW).content.decode()
+    overview = admin_client.get(OVERVIEW).content.decode()
+    assert "Sesiones iniciadas por día" in overview and "Cuentas de servicio" in overview
     form = admin_client.get(observation_url(Observation.objects.get())).content.decode()
     assert "Una corrección" in form and "Clave de tema" in form
     with override_settings(ILAB_MEMORY={**WORDS_ONLY, "AUTO_SUMMARY_PREFIX": "Memories:"}):
