@@ -105,9 +105,6 @@ class Reach:
             return f" AND {column} = %s", list(self.scopes)
         return f" AND {column} IN ({', '.join(['%s'] * len(self.scopes))})", list(self.scopes)
 
-    def includes(self, scope: str) -> bool:
-        return self.scopes is None or scope in self.scopes
-
     def is_own(self, scope: str) -> bool:
         return self.own is not None and scope == self.own
 
@@ -135,7 +132,9 @@ def clean_reach(value: Any, *, config) -> Reach:
                                   code="too_many_scopes", limit=MAX_LISTED_SCOPES, size=len(value))
         scopes = tuple(dict.fromkeys(_check_slug(item, config=config) for item in value))
         return Reach(scopes=scopes, own=scopes[0] if len(scopes) == 1 else None)
-    scope = _check_slug(value, config=config)
-    if scope == SHARED:
-        return SHARED_SPACE
-    return Reach(scopes=(scope, SHARED), own=scope)
+    return read_of(_check_slug(value, config=config))
+
+
+def read_of(scope: str) -> Reach:
+    """What a read in ``scope``, already clean (a write's), sees: it and the shared space."""
+    return SHARED_SPACE if scope == SHARED else Reach(scopes=(scope, SHARED), own=scope)

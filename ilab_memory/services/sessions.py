@@ -11,7 +11,7 @@ from .. import selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus
-from ..scopes import SHARED, clean_reach, clean_scope
+from ..scopes import SHARED, clean_scope, read_of
 from ..signals import send_on_commit, session_closed, session_started
 from ..types import SessionRecord, SessionStartResponse, session_record
 from ..validation import check_length, check_text, clean_user_id
@@ -128,7 +128,7 @@ def session_start(*, user_id: str, scope: str = "", config: Config | None = None
         session_id, is_new = atomic_with_retry(
             lambda: _claim_locked(user_id, scope, now=now, config=config, using=using), using=using
         )
-    reach = clean_reach(scope, config=config)
+    reach = read_of(scope)  # the scope is clean already: what its reads see, without checking it again
     return SessionStartResponse(
         session_id=str(session_id),
         is_new=is_new,

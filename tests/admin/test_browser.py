@@ -5,6 +5,7 @@ module. Each test opens a fresh context at a laptop (1366Ã—768) or a phone (390Ã
 Screenshots land in ``var/artifacts/`` for CI to keep; ``docs/admin.md`` uses copies of them.
 """
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -74,17 +75,19 @@ def wait_until_up(url: str, server: subprocess.Popen, *, attempts: int = 150) ->
     raise RuntimeError(f"demo server did not answer at {url}")
 
 
-@pytest.fixture(scope="module")
-def demo_site(tmp_path_factory):
-    """The demo site (migrated, demo data, operator/operator) served on a free port."""
+@contextlib.contextmanager
+def serve_demo(folder: Path, *, shell: str | None = None):
+    """The demo site (migrated, demo data, operator/operator, then ``shell``'s Python run by
+    ``manage.py shell`` if given) served on a free port; yields its base URL."""
     require_browser()
-    folder = tmp_path_factory.mktemp("demo")
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["ILAB_MEMORY_DEMO_DB"] = str(folder / "demo.sqlite3")
     env["DJANGO_DEBUG"] = "1"  # runserver serves the admin's static files only in debug
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env, check=True)
     subprocess.run([*manage, "ilab_memory_demo"], cwd=ROOT, env=env, check=True, capture_output=True)
+    if shell is not None:
+        subprocess.run([*manage, "shell", "-c", shell], cwd=ROOT, env=env, check=True, capture_output=True)
     port = free_port()
     log = open(folder / "server.log", "wb")
     server = subprocess.Popen(
@@ -103,8 +106,8 @@ def demo_site(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser(demo_site):
+@contextlib.contextmanager
+def chromium_browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -113,6 +116,18 @@ def browser(demo_site):
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture(scope="module")
+def demo_site(tmp_path_factory):
+    with serve_demo(tmp_path_factory.mktemp("demo")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser(demo_site):
+    with chromium_browser() as chromium:
+        yield chromium
 
 
 def operator_page(browser, demo_site, viewport):

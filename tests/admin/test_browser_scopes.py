@@ -5,24 +5,10 @@ A site of its own (the demo data, then Alice's support bot and coding assistant)
 browser tests keep the demo as it is.
 """
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.admin.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    LAPTOP,
-    OBSERVATIONS,
-    PHONE,
-    ROOT,
-    assert_no_overflow,
-    free_port,
-    operator_page,
-    require_browser,
-    wait_until_up,
-)
+from tests.admin.test_browser import OBSERVATIONS, assert_no_overflow, serve_demo
+from tests.admin.test_browser import browser, laptop, phone  # noqa: F401  (fixtures, on this module's site)
 
 AGENTS = """
 from ilab_memory import ILabMemory
@@ -36,51 +22,14 @@ USER_PAGE = "/admin/ilab_memory/session/user/alice/"
 
 
 @pytest.fixture(scope="module")
-def scoped_site(tmp_path_factory):
-    require_browser()
-    folder = tmp_path_factory.mktemp("scoped")
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env.update(ILAB_MEMORY_DEMO_DB=str(folder / "demo.sqlite3"), DJANGO_DEBUG="1")
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([*manage, "ilab_memory_demo"], cwd=ROOT, env=env, check=True, capture_output=True)
-    subprocess.run([*manage, "shell", "-c", AGENTS], cwd=ROOT, env=env, check=True, capture_output=True)
-    port = free_port()
-    log = open(folder / "server.log", "wb")
-    server = subprocess.Popen([*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT, env=env,
-                              stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(f"{base}/admin/login/", server)
+def demo_site(tmp_path_factory):
+    """This module's site: the demo, then Alice's agents (the imported fixtures serve it)."""
+    with serve_demo(tmp_path_factory.mktemp("scoped"), shell=AGENTS) as base:
         yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
 
 
-@pytest.fixture(scope="module")
-def browser(scoped_site):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(browser, scoped_site):
-    page = operator_page(browser, scoped_site, LAPTOP)
-    yield page
-    page.context.close()
-
-
-def test_the_scope_column_and_filter(page):
+def test_the_scope_column_and_filter(laptop):
+    page = laptop
     page.goto(OBSERVATIONS + "?q=refund")
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 3
@@ -95,17 +44,14 @@ def test_the_scope_column_and_filter(page):
     assert_no_overflow(page, "laptop, filtered by scope")
 
 
-def test_the_lists_with_scopes_fit_a_phone(browser, scoped_site):
-    phone = operator_page(browser, scoped_site, PHONE)
-    try:
-        for path in (OBSERVATIONS + "?q=refund", USER_PAGE):
-            phone.goto(path)
-            assert_no_overflow(phone, ("phone", path))
-    finally:
-        phone.context.close()
+def test_the_lists_with_scopes_fit_a_phone(phone):
+    for path in (OBSERVATIONS + "?q=refund", USER_PAGE):
+        phone.goto(path)
+        assert_no_overflow(phone, ("phone", path))
 
 
-def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(page):
+def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(laptop):
+    page = laptop
     page.goto(USER_PAGE)
     scopes = page.locator("#ilab-user-scopes tbody tr")
     listed = [s.strip() for s in scopes.locator("td:first-child").all_inner_texts()]
@@ -120,7 +66,8 @@ def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(page):
     assert not any("branch refund-fix" in row for row in found)  # the coding assistant's
 
 
-def test_an_operator_erases_one_scope_and_keeps_the_others(page):
+def test_an_operator_erases_one_scope_and_keeps_the_others(laptop):
+    page = laptop
     page.goto(USER_PAGE)
     scheduling = page.locator("#ilab-user-scopes tbody tr", has_text="scheduling")
     scheduling.get_by_role("link", name="Erase this scope…").click()
