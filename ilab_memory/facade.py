@@ -6,9 +6,9 @@ works before Django is configured.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-import time
 from typing import Any
 
 from .exceptions import ConfigurationError, ValidationError
@@ -109,7 +109,7 @@ class ILabMemory:
 
                 settings.configure(**embedded_settings(path))
                 django.setup()
-                _migrate()
+                _migrate(path)
                 _embedded_path = path
             elif _embedded_path != path:
                 raise ConfigurationError(
@@ -282,27 +282,45 @@ class ILabMemory:
         return user_forget(user_id=user_id, scope=scope, **self._kwargs())
 
 
-# What a migration says when another process applied it first: it created what this one
-# creates, or removed what this one removes (a constraint replaced by one of the same name).
-LOST_RACE = ("already exists", "no such index")
+MIGRATION_LOCK_SUFFIX = "-migrations.lock"  # beside the file, as SQLite's own -wal and -shm
 
 
-def _migrate() -> None:
+@contextlib.contextmanager
+def _migration_lock(path: str):
+    """Hold an exclusive lock, across processes, on migrating the file at ``path``.
+
+    Django plans a migrate before it takes any lock and never looks again: a process that lost
+    the race to a new file would apply a migration the winner had already applied, and on SQLite
+    a table rebuilt from its older model state drops the columns a later migration added. Under
+    this lock each process plans after the one before it has finished.
+    """
+    with open(path + MIGRATION_LOCK_SUFFIX, "a+b") as handle:
+        if os.name == "nt":
+            import msvcrt
+
+            while True:  # LK_LOCK gives up after 10 attempts; waiting is what is wanted here
+                try:
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:
+                    continue
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _migrate(path: str) -> None:
     from django.core.management import call_command
-    from django.db import OperationalError
-    from django.db.migrations.exceptions import MigrationSchemaMissing
 
-    # Processes opening a new file at once race to create the tables. Each migration is its own
-    # transaction, so a loser finds the winner's migration complete (``LOST_RACE``) and
-    # migrating again goes on from there; the winner may still be applying the next one, so
-    # the loser may lose again, once per migration at most. It retries for as long as SQLite's
-    # busy timeout would wait for a lock.
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
-    while True:
-        try:
-            call_command("migrate", verbosity=0, interactive=False)
-            return
-        except (OperationalError, MigrationSchemaMissing) as error:
-            if not any(sign in str(error) for sign in LOST_RACE) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    with _migration_lock(path):
+        call_command("migrate", verbosity=0, interactive=False)

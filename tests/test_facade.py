@@ -291,5 +291,5 @@ def test_the_file_the_readme_script_creates_is_ignored_by_git():
 
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    for name in ("mem.db", "mem.db-wal", "mem.db-shm"):
+    for name in ("mem.db", "mem.db-wal", "mem.db-shm", "mem.db-migrations.lock"):
         assert subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT).returncode == 0, name
