@@ -317,3 +317,31 @@ class VectorStamp(models.Model):
 
     def __str__(self):
         return f"{self.user_id} · {self.stamp}"
+
+
+class EmbedderCalibration(models.Model):
+    """What unrelated looks like to one embedding model: its vectors of the background queries
+    (``services/search/background.txt`` and generated non-words), computed once per model and
+    kept here so a restart does not embed them again (``services.search.calibration``)."""
+
+    model_id = models.CharField(_("model"), max_length=200)
+    # Which bank the vectors are of: a changed bank is computed again.
+    bank_digest = models.CharField(_("bank digest"), max_length=64)
+    dimensions = models.PositiveIntegerField(_("dimensions"))
+    # float32, little-endian: one row per background query, questions first, then non-words.
+    queries = models.BinaryField(_("query vectors"))
+    questions = models.PositiveIntegerField(_("questions"))
+    # The cosine of a query with an unrelated memory for this model, and its spread.
+    unrelated_cosine = models.FloatField(_("unrelated cosine"))
+    unrelated_deviation = models.FloatField(_("unrelated deviation"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("embedder calibration")
+        verbose_name_plural = _("embedder calibrations")
+        constraints = [
+            models.UniqueConstraint(fields=["model_id", "bank_digest"], name="ilab_memory_calibration_unique"),
+        ]
+
+    def __str__(self):
+        return self.model_id

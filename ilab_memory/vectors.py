@@ -105,7 +105,7 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
 
 
 class _Matrix:
-    __slots__ = ("stamp", "observation_ids", "generations", "scopes", "distinct_scopes", "rows", "index")
+    __slots__ = ("stamp", "observation_ids", "generations", "scopes", "distinct_scopes", "rows", "index", "derived")
 
     def __init__(self, stamp, observation_ids, generations, scopes, rows):
         self.stamp = stamp
@@ -115,6 +115,15 @@ class _Matrix:
         self.distinct_scopes = frozenset(scopes.tolist())
         self.rows = rows
         self.index = {pk: i for i, pk in enumerate(observation_ids)}
+        self.derived = {}  # what callers compute from these rows (a search's null), kept with them
+
+    def rows_in(self, scopes):
+        """The rows in ``scopes`` (None: every scope)."""
+        import numpy as np
+
+        if scopes is None or self.distinct_scopes <= set(scopes):
+            return self.rows
+        return self.rows[np.isin(self.scopes, list(scopes))]
 
 
 class MatrixCache:
@@ -219,6 +228,24 @@ def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dim
     if stamp is not None and not connections[using].in_atomic_block:
         matrices.put(key, entry, max_bytes=max_bytes)
     return _nearest(entry, scopes, query, n, also)
+
+
+def derived_from_rows(*, user_id: str, scopes: tuple[str, ...] | None = None, model_id: str, dimensions: int,
+                      using: str, max_bytes: int, key, compute):
+    """``compute(rows)`` over the user's vectors of ``model_id`` in ``scopes``, kept with the
+    process's matrix of them under ``key`` until a new vector of the user is stored (its stamp).
+    Read from the same matrix as the numpy lookup, with or without pgvector."""
+    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    cache_key = (using, user_id, model_id)
+    entry = matrices.get(cache_key, stamp) if stamp is not None else None
+    if entry is None:
+        entry = _load(user_id, model_id, dimensions, stamp, using=using)
+        if stamp is not None and not connections[using].in_atomic_block:
+            matrices.put(cache_key, entry, max_bytes=max_bytes)
+    key = (key, None if scopes is None else tuple(sorted(scopes)))
+    if key not in entry.derived:
+        entry.derived[key] = compute(entry.rows_in(scopes))
+    return entry.derived[key]
 
 
 def similarities(*, user_id: str, scopes: tuple[str, ...] | None = None, model_id: str, dimensions: int,

@@ -85,39 +85,39 @@ def observation_search(
                                  using=using)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
-    cosines, model_id = semantic.cosines(
-        user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=lexical, config=config, using=using
-    )
+    meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=lexical,
+                               words_found=bool(rows), config=config, using=using)
     candidates = dict(lexical)
-    missing = [pk for pk in cosines if pk not in candidates]
+    missing = [pk for pk in meaning.cosines if pk not in candidates]
     if missing:
         found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing, **reach.filter())
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
-    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, cosines=cosines, model_id=model_id,
-                   limit=limit)
+    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, limit=limit)
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(
-            engine=engine, mode=mode, terms=len(parsed.terms), model_id=model_id, scope=row.scope,
+            engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
         ))
         for signals, row in scored
     ]
 
 
-def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, cosines: dict, model_id: str | None,
+def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning: semantic.Meaning,
           limit: int) -> list:
     """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
-    each candidate's words (``lexical`` rows' relevance), meaning (``cosines``) and recency; on
-    equal values the reader's own scope first."""
+    each candidate's words (``lexical`` rows' relevance), meaning (``meaning.cosines``) and
+    recency; on equal values the reader's own scope first."""
     now = timezone.now()
-    pool = fusion.CosinePool.of(cosines.values()) if model_id is not None else None
+    cosines, model = meaning.cosines, meaning.calibration
+    pool = None if model is None else fusion.CosinePool.of(
+        cosines.values(), prior_cosine=model.unrelated_cosine, prior_deviation=model.unrelated_deviation)
     scored = []
     for pk, row in candidates.items():
         match = lexical.get(pk)
         signals = fusion.signals(
             engine=engine, relevance=float(match.relevance) if match else None,
-            all_terms=bool(match and match.all_terms), cosine=cosines.get(pk), pool=pool,
+            all_terms=bool(match and match.all_terms), cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
             recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
         )
         if signals.evidence:

@@ -39,9 +39,9 @@ LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
-# The imagined memory of the pool, at the cosine unrelated memories typically have with
-# e5-small: it keeps the spread meaningful for a user with one or two memories.
-PRIOR_COSINE, PRIOR_DEVIATION, PRIOR_WEIGHT = 0.80, 0.02, 1
+# The pool's imagined unrelated memory weighs as much as one memory. Its cosine and spread are
+# the model's own (``calibration``): e5 puts unrelated texts near 0.8, other models elsewhere.
+PRIOR_WEIGHT = 1
 
 
 class CosinePool(NamedTuple):
@@ -51,11 +51,11 @@ class CosinePool(NamedTuple):
     deviation: float
 
     @classmethod
-    def of(cls, cosines) -> "CosinePool":
+    def of(cls, cosines, *, prior_cosine: float, prior_deviation: float) -> "CosinePool":
         nearest = sorted(cosines, reverse=True)[:POOL_SIZE]
         n = len(nearest) + PRIOR_WEIGHT
-        mean = (sum(nearest) + PRIOR_WEIGHT * PRIOR_COSINE) / n
-        spread = sum((c - mean) ** 2 for c in nearest) + PRIOR_WEIGHT * (PRIOR_DEVIATION**2 + (PRIOR_COSINE - mean) ** 2)
+        mean = (sum(nearest) + PRIOR_WEIGHT * prior_cosine) / n
+        spread = sum((c - mean) ** 2 for c in nearest) + PRIOR_WEIGHT * (prior_deviation**2 + (prior_cosine - mean) ** 2)
         return cls(mean, math.sqrt(spread / n))
 
     def standing(self, cosine: float | None) -> float | None:
@@ -74,6 +74,7 @@ class Signals(NamedTuple):
     recency: float
     value: float
     evidence: bool
+    vector: bool = True  # False: the memory's vector has not arrived, its meaning was not read
 
     def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str) -> SearchScore:
         breakdown = {
@@ -82,17 +83,18 @@ class Signals(NamedTuple):
         }
         if model_id is not None:
             breakdown.update(
-                model=model_id, cosine=self.cosine, standing=self.standing, semantic=self.semantic,
-                weights={"lexical": LEXICAL_WEIGHT, "semantic": SEMANTIC_WEIGHT},
+                model=model_id, vector=self.vector, cosine=self.cosine, standing=self.standing,
+                semantic=self.semantic, weights={"lexical": LEXICAL_WEIGHT, "semantic": SEMANTIC_WEIGHT},
             )
         return SearchScore(value=self.value, breakdown=breakdown)
 
 
 def signals(*, engine: str, relevance: float | None, all_terms: bool, cosine: float | None,
-            pool: CosinePool | None, recency: float) -> Signals:
+            pool: CosinePool | None, recency: float, threshold: float | None = None) -> Signals:
     """One candidate's signals: ``relevance`` None when no word matched, ``all_terms`` whether
     every term did, ``cosine`` None without a vector (yet), ``pool`` None when the query has no
-    vector (words only: the value is then ``lexical × recency``)."""
+    vector (words only: the value is then ``lexical × recency``). ``threshold``: the cosine a
+    result with no word of the query must pass besides standing out (None: standing out is enough)."""
     relevance = max(relevance, 0.0) if relevance is not None else None
     lexical = 0.0
     if relevance is not None:
@@ -100,8 +102,12 @@ def signals(*, engine: str, relevance: float | None, all_terms: bool, cosine: fl
     words = relevance is not None
     if pool is None:
         return Signals(relevance, all_terms, lexical, None, None, 0.0, recency, lexical * recency, words)
+    if cosine is None:
+        # No vector yet (a backlog): ranked by its words alone, on the scale of words-only search,
+        # never below a worse match that happens to have a vector.
+        return Signals(relevance, all_terms, lexical, None, None, lexical, recency, lexical * recency, words, False)
     standing = pool.standing(cosine)
     semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
     value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
-    evidence = words or (standing is not None and standing > 0)
-    return Signals(relevance, all_terms, lexical, cosine, standing, semantic, recency, value, evidence)
+    stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
+    return Signals(relevance, all_terms, lexical, cosine, standing, semantic, recency, value, words or stands_out)

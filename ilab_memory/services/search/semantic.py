@@ -1,8 +1,10 @@
-"""Search by meaning: the query's cosine to the user's stored vectors, when an embedder is set."""
+"""Search by meaning: the query's cosine to the user's stored vectors, when an embedder is set,
+and what a result found by meaning alone must pass (``calibration``)."""
 
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from ... import vectors
 from ...conf import Config
@@ -10,23 +12,50 @@ from ...embeddings import EmbeddingError
 from ...scopes import Reach
 from .. import embedding
 from ..privacy import redact
+from . import calibration
 
 logger = logging.getLogger("ilab_memory.search")
 
 
-def cosines(user_id: str, reach: Reach, query: str, *, n: int, also, config: Config,
-            using: str) -> tuple[dict, str | None]:
-    """({observation id: cosine} of the nearest vectors in ``reach`` and of ``also``, the model id), or
-    ({}, None) when search is lexical only. An embedder that fails leaves the words to it."""
+class Meaning(NamedTuple):
+    """A query's meaning side: {observation id: cosine}, the model id (None: words only), the
+    model's calibration, and the cosine a result with no word of the query must pass (None: no
+    more than standing out among the query's nearest, as when the query shares words)."""
+
+    cosines: dict
+    model_id: str | None = None
+    calibration: calibration.Calibration | None = None
+    threshold: float | None = None
+
+
+WORDS_ONLY = Meaning({})
+
+
+def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found: bool, config: Config,
+            using: str) -> Meaning:
+    """The cosines of the nearest vectors in ``reach`` and of ``also``. A query none of whose
+    words any memory holds (``words_found`` False) needs more than standing out: non-words find
+    nothing, and a real question only memories nearer than the user's null (``calibration``).
+    An embedder that fails leaves the words to it."""
     embedder = embedding.embedder_for(config)
     if embedder is None:
-        return {}, None
+        return WORDS_ONLY
     try:
         vector = embedder.embed_query(redact(query).text)  # a query's private block stays with the caller
+        model = calibration.calibration_for(embedder, using=using)
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)
-        return {}, None
-    return vectors.similarities(
-        user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector, n=n,
-        also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
-    ), embedder.model_id
+        return WORDS_ONLY
+    found = dict(model_id=embedder.model_id, calibration=model)
+    threshold = None
+    if not words_found:
+        threshold = vectors.derived_from_rows(
+            user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions,
+            using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
+            compute=lambda rows: calibration.null_of(model, rows),
+        )
+    cosines = vectors.similarities(
+        user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector,
+        n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
+    )
+    return Meaning(cosines, threshold=threshold, **found)

@@ -1,0 +1,156 @@
+"""What "unrelated" looks like to an embedding model, measured from the model itself.
+
+Raw cosines mean different things for different models (multilingual-e5 puts unrelated texts
+near 0.8, an OpenAI-style model near 0.2), so no cosine is written in here. A fixed bank of
+background queries is embedded once per model instead: everyday questions on subjects a memory
+store is not about (``background.txt``) and generated non-words. Their vectors are stored
+(``EmbedderCalibration``), so a restart does not embed them again, and give:
+
+* **the unrelated level** (``unrelated_cosine``, ``unrelated_deviation``): each background
+  question, as a query, against the other questions embedded as passages (memories it has
+  nothing to do with); the mean and spread of its ``fusion.POOL_SIZE`` nearest. It is the
+  imagined memory of fusion's cosine pool: what a query's nearest memories look like when none
+  is related (for e5-small 0.80 ± 0.01, where all unrelated pairs average 0.76).
+* **a user's null** (``null_of``): the bank scored against the user's own vectors. Each
+  background query's nearest memory shows how near the best memory of a query about nothing the
+  user said comes. A query that shares no word with any memory keeps a result only when that
+  result comes nearer than all but ``NULL_SHARE_QUESTIONS`` of the questions' nearest and all
+  but ``NULL_SHARE_NONWORDS`` of the non-words' nearest: a p-value per user, not a cosine per
+  model. Non-words get a null of their own because they lie nearer to everything than real
+  questions do with some models (e5 among them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+from django.db import IntegrityError, transaction
+
+from ...models import EmbedderCalibration
+from .fusion import POOL_SIZE
+
+BANK_FILE = Path(__file__).with_name("background.txt")
+NONWORDS = 48
+# A query without a word match keeps a meaning-only result only when that result is nearer than
+# the nearest memory of all but these shares of the background questions and non-words.
+NULL_SHARE_QUESTIONS = 0.08
+NULL_SHARE_NONWORDS = 0.02
+
+
+def nonwords(count: int = NONWORDS, seed: int = 1) -> list[str]:
+    """Generated strings of non-words: consonant runs, pronounceable nonsense, keyboard mash."""
+    rng = random.Random(seed)
+    consonants, vowels = "bcdfghjklmnpqrstvwxz", "aeiou"
+    made = []
+    for i in range(count):
+        if i % 3 == 0:
+            words = ["".join(rng.choice(consonants) for _ in range(rng.randint(4, 9)))]
+        elif i % 3 == 1:
+            words = ["".join(rng.choice(consonants) + rng.choice(vowels) + rng.choice(["", "r", "n", "ft", "sk", "x"])
+                             for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
+        else:
+            words = ["".join(rng.choice("qwertyuiopasdfghjklzxcvbnm") for _ in range(rng.randint(3, 7)))
+                     for _ in range(rng.randint(1, 2))]
+        made.append(" ".join(words))
+    return made
+
+
+def bank() -> tuple[list[str], list[str]]:
+    """(background questions, generated non-words)."""
+    lines = BANK_FILE.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")], nonwords()
+
+
+def bank_digest() -> str:
+    questions, made = bank()
+    return hashlib.sha256("\n".join(questions + ["--"] + made).encode("utf-8")).hexdigest()
+
+
+class Calibration(NamedTuple):
+    """One model's background: its query vectors (questions first) and what they measure."""
+
+    model_id: str
+    queries: object  # numpy (n, dimensions) float32
+    questions: int
+    unrelated_cosine: float
+    unrelated_deviation: float
+
+
+def _measure(model_id: str, queries, passages, questions: int) -> Calibration:
+    import numpy as np
+
+    # Each question, as a query, against every other question as a passage: unrelated pairs.
+    cross = queries[:questions] @ passages.T
+    np.fill_diagonal(cross, -np.inf)
+    nearest = -np.sort(-cross, axis=1)[:, :POOL_SIZE]
+    return Calibration(model_id, queries, questions, float(nearest.mean()), float(nearest.std(axis=1).mean()))
+
+
+_cache: dict[tuple, Calibration] = {}
+_lock = threading.Lock()
+
+
+def calibration_for(embedder, *, using: str = "default") -> Calibration:
+    """The calibration of ``embedder``'s model: from this process, else the database, else
+    measured now (the bank embedded once, about 300 short texts) and stored."""
+    import numpy as np
+
+    digest = bank_digest()
+    key = (using, embedder.model_id, digest)
+    found = _cache.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            return found
+        questions, made = bank()
+        stored = EmbedderCalibration.objects.using(using).filter(model_id=embedder.model_id, bank_digest=digest).first()
+        if stored is not None and stored.dimensions == embedder.dimensions:
+            queries = np.frombuffer(bytes(stored.queries), dtype="<f4").reshape(-1, stored.dimensions)
+            passages = None
+        else:
+            queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
+            passages = np.asarray(embedder.embed_passages(questions), dtype=np.float32)
+        if passages is None:
+            found = Calibration(embedder.model_id, queries, stored.questions, stored.unrelated_cosine,
+                                stored.unrelated_deviation)
+        else:
+            found = _measure(embedder.model_id, queries, passages, len(questions))
+            _store(found, digest, embedder.dimensions, using=using)
+        _cache[key] = found
+        return found
+
+
+def _store(found: Calibration, digest: str, dimensions: int, *, using: str) -> None:
+    from ... import vectors
+
+    try:
+        with transaction.atomic(using=using):
+            EmbedderCalibration.objects.using(using).create(
+                model_id=found.model_id, bank_digest=digest, dimensions=dimensions,
+                queries=vectors.pack(found.queries), questions=found.questions,
+                unrelated_cosine=found.unrelated_cosine, unrelated_deviation=found.unrelated_deviation,
+            )
+    except IntegrityError:
+        pass  # another process stored the same model's calibration first: the same numbers
+
+
+def forget_cache() -> None:
+    _cache.clear()
+
+
+def null_of(calibration: Calibration, rows) -> float:
+    """The cosine a result with no word of the query must pass, for a user whose vectors in the
+    reader's reach are ``rows`` (a numpy matrix); infinite for a user with none."""
+    import numpy as np
+
+    if len(rows) == 0:
+        return float("inf")
+    nearest = (calibration.queries @ rows.T).max(axis=1)
+    questions, made = nearest[: calibration.questions], nearest[calibration.questions:]
+    return float(max(np.quantile(questions, 1 - NULL_SHARE_QUESTIONS), np.quantile(made, 1 - NULL_SHARE_NONWORDS)))
