@@ -1,18 +1,50 @@
 """Search relevance on graded query sets: hybrid mem_search, its lexical half, and a baseline.
 
     .venv/bin/python -m benchmarks.search_quality [SET.json ...] [--details] [--json out.json]
+    .venv/bin/python -m benchmarks.search_quality --phases after-saves        # only right after the saves
+    .venv/bin/python -m benchmarks.search_quality --model minilm --json minilm.json
+    .venv/bin/python -m benchmarks.search_quality --users 1 --nonsense 3 --unrelated 3   # a quick look
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.search_quality
     .venv/bin/python -m benchmarks.search_quality --agreement sqlite.json postgresql.json
+    .venv/bin/python -m benchmarks.search_quality --compare before.json after.json
 
 Loads each set (default: both development sets in ../shared/eval) into a fresh test database
-(SQLite by default, PostgreSQL with DATABASE_URL), embeds it as ``ilab_memory_embed`` would,
-runs every query as its own user through the real search, and prints nDCG@10 (gains = the
-grades), recall@10 of grade-2 items and MRR of the first grade-2 item, overall and per tag (the
-``[tag]`` that starts a query's note). Three searches in the same run on the same engine and
-index: ``hybrid`` (the default, words and meaning), ``lexical`` (EMBEDDER None) and
-``baseline``, how engram searches: every word quoted and required, equal field weights, no
-fallback. Errors and rows of another user are counted too; both must be 0. ``--agreement``
-compares the top-3 of two runs' JSON (one per engine).
+(SQLite by default, PostgreSQL with DATABASE_URL) and runs every query as its user through the
+real search, with ``EMBEDDING_MODE = "inline"`` (no thread embeds behind the benchmark's back).
+Two states of the same stored memories, each a phase (``--phases``, default both, in this
+order):
+
+* ``after-saves``: every memory saved and queued for a vector, none embedded, the queue in the
+  order the memories were written (oldest first); then the queries, in the set's order, each
+  search embedding what its budget allows of its user's newest waiting memories
+  (``SEARCH_EMBED_BUDGET``, the configured 16; ``SEARCH_EMBED_MILLISECONDS`` None by default so
+  that the budget alone decides and the state does not depend on the machine or the vector
+  cache; ``--search-embed-ms`` sets it). The state a user meets right after a burst of saves.
+* ``embedded``: every memory with a vector (as ``ilab_memory_embed`` leaves them), then the
+  queries; then the nonsense and unrelated queries.
+
+Each phase prints nDCG@10 (gains = the grades), recall@10 of grade-2 items and MRR of the first
+grade-2 item, overall and per tag (the ``[tag]`` that starts a query's note), for ``hybrid``
+(words and meaning), ``lexical`` (EMBEDDER None, the same library by words alone) and
+``baseline`` (engram's search: every word quoted and required, equal field weights, no
+fallback; its ranking does not depend on vectors, so it runs in the embedded phase only).
+Errors and rows of another user are counted too; both must be 0. Under each table, the
+difference of hybrid's nDCG@10 with each other search's, question by question: the mean with a
+95 % paired bootstrap interval (10,000 resamples, seeded) and a sign test (benchmarks/stats.py).
+
+The nonsense pass (embedded phase) asks each user of the set ``--nonsense`` random letter
+strings (consonants, pronounceable non-words, keyboard noise) and ``--unrelated`` everyday
+questions sharing no content word with that user's memories (benchmarks/unrelated_questions.json,
+English and Spanish), through hybrid and lexical search: the share returning ``[]``, the mean
+number of results of the others, how many of those returned more than 2, and how many of
+their results were found by meaning only (breakdown ``relevance`` None). benchmarks/nonsense.py.
+
+``--model e5`` (default: the library's default embedder, multilingual-e5-small) or ``minilm``
+(all-MiniLM-L6-v2, benchmarks/minilm.py; needs benchmarks/requirements-minilm.txt).
+``--vector-cache DIR`` keeps the vectors in a file per model (benchmarks/embedders.py, the
+cache benchmarks.conversations uses): reruns embed only new texts. ``--json`` writes every metric, every query's metrics and
+rankings; ``--agreement`` compares two runs' top results (one per engine); ``--compare`` two
+runs' per-query nDCG@10 and their nonsense outcomes, with the same paired intervals.
 """
 
 from __future__ import annotations
@@ -21,6 +53,7 @@ import argparse
 import json
 import math
 import os
+import random
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +61,8 @@ from pathlib import Path
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 DEFAULT_SETS = [EVAL / "search-dev.json", EVAL / "search-semantic-dev.json"]
 K = 10
+PHASES = ("after-saves", "embedded")
+METRICS = ("ndcg@10", "recall@10", "mrr")
 
 
 def setup_django():
@@ -35,6 +70,16 @@ def setup_django():
     import django
 
     django.setup()
+
+
+def subset(data: dict, *, users: int | None, queries: int | None) -> dict:
+    """The first ``users`` users of the set (in order of appearance) and the first ``queries``
+    of their queries: a small run to try a change on."""
+    if users is None and queries is None:
+        return data
+    kept = list(dict.fromkeys(item["user_id"] for item in data["observations"]))[:users]
+    chosen = [q for q in data["queries"] if q["user_id"] in kept][:queries]
+    return {**data, "observations": [o for o in data["observations"] if o["user_id"] in kept], "queries": chosen}
 
 
 def load(data: dict, *, using: str = "default") -> dict[str, str]:
@@ -63,6 +108,21 @@ def load(data: dict, *, using: str = "default") -> dict[str, str]:
         )
         keys[observation.id.hex] = item["key"]
     return keys
+
+
+def queue_as_written(*, config, using: str = "default") -> int:
+    """Queue every memory for a vector, each at the time it was written: a search's budget then
+    takes the user's newest memories first, as after a burst of saves in that order."""
+    from django.db.models import OuterRef, Subquery
+
+    from ilab_memory.models import Observation, ObservationVector
+    from ilab_memory.services.embedding import queue_missing
+
+    queued = queue_missing(config=config, using=using)
+    ObservationVector.objects.using(using).update(
+        queued_at=Subquery(Observation.objects.using(using).filter(pk=OuterRef("observation_id")).values("created_at")[:1])
+    )
+    return queued
 
 
 def baseline_search(*, user_id: str, query: str, limit: int = K, using: str = "default") -> list[str]:
@@ -125,10 +185,12 @@ def tag_of(query: dict) -> str:
 
 
 def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
-    """``run(user_id, query) -> [set keys]``; metrics averaged over the queries and per tag."""
+    """``run(user_id, query) -> [set keys]``; metrics averaged over the queries and per tag,
+    and each query's own (``per_query``, for paired comparisons)."""
     totals = {"ndcg@10": 0.0, "recall@10": 0.0, "mrr": 0.0, "errors": 0, "other_user_rows": 0}
     tags: dict[str, list] = {}
     rankings = {}
+    per_query = {}
     for q in data["queries"]:
         try:
             ranked = run(q["user_id"], q["query"])
@@ -140,37 +202,97 @@ def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
         totals["other_user_rows"] += sum(owner_of[key] != q["user_id"] for key in ranked)
         grades = q["relevant"]
         scores = (ndcg(ranked, grades), recall(ranked, grades), reciprocal_rank(ranked, grades))
-        for metric, value in zip(("ndcg@10", "recall@10", "mrr"), scores):
+        for metric, value in zip(METRICS, scores):
             totals[metric] += value
+        per_query[q["id"]] = dict(zip(METRICS, scores)) | {"tag": tag_of(q)}
         tags.setdefault(tag_of(q), []).append(scores)
     n = len(data["queries"])
-    for metric in ("ndcg@10", "recall@10", "mrr"):
-        totals[metric] /= n
+    for metric in METRICS:
+        totals[metric] /= max(n, 1)
     totals["tags"] = {
         tag: {"n": len(rows), "ndcg@10": sum(r[0] for r in rows) / len(rows), "mrr": sum(r[2] for r in rows) / len(rows)}
         for tag, rows in sorted(tags.items())
     }
     totals["rankings"] = rankings
+    totals["per_query"] = per_query
     return totals
 
 
-def run_set(path: Path, *, details: bool, embedder=None) -> dict:
+def comparisons(results: dict, against: tuple[str, ...]) -> dict:
+    """hybrid's nDCG@10 against each search of ``against``, query by query."""
+    from benchmarks.stats import paired
+
+    def values(name):
+        return {q: row["ndcg@10"] for q, row in results[name]["per_query"].items()}
+
+    return {f"hybrid-{name}": paired(values("hybrid"), values(name)) for name in against if name in results}
+
+
+def print_results(title: str, results: dict, compared: dict) -> None:
+    from benchmarks.stats import describe
+
+    print(f"\n{title}")
+    print(f"{'':10}{'nDCG@10':>9}{'recall@10':>11}{'MRR':>7}{'errors':>8}{'other-user':>12}")
+    for name, r in results.items():
+        print(f"{name:10}{r['ndcg@10']:9.3f}{r['recall@10']:11.3f}{r['mrr']:7.3f}{r['errors']:8d}{r['other_user_rows']:12d}")
+    print(f"{'tag':26}{'n':>3}" + "".join(f"{name + ' nDCG':>15}" for name in results))
+    first = next(iter(results.values()))
+    for tag in first["tags"]:
+        print(f"{tag[:26]:26}{first['tags'][tag]['n']:3d}"
+              + "".join(f"{r['tags'][tag]['ndcg@10']:15.3f}" for r in results.values()))
+    for name, result in compared.items():
+        print(f"nDCG@10 {name.replace('-', ' - ')}: {describe(result)}")
+
+
+def nonsense_pass(data: dict, *, searches: dict, letters: int, unrelated: int, seed: str) -> dict:
+    """Each user of the set asked ``letters`` random letter strings and up to ``unrelated``
+    everyday questions that share no content word with their memories, through each search
+    of ``searches`` ({name: config}); the summary per kind, and every query's outcome."""
+    from benchmarks import nonsense
+    from ilab_memory.services.search import observation_search, tokens
+
+    bank = nonsense.load_questions()
+    vocabulary: dict[str, set[str]] = {}
+    for item in data["observations"]:
+        text = f"{item['type']} {item['title']} {item['content']} {item['topic_key'] or ''}"
+        vocabulary.setdefault(item["user_id"], set()).update(tokens(text))
+    known = nonsense.bank_words(bank) | {word for words in vocabulary.values() for word in words}
+    asked: list[tuple[str, str, str]] = []  # (user, kind, query)
+    for user_id, words in vocabulary.items():
+        rng = random.Random(f"{seed}:{user_id}")
+        for kind, query in nonsense.letter_queries(rng, letters, vocabulary=words, known=known):
+            asked.append((user_id, kind, query))
+        pool = [("unrelated English", q) for q in nonsense.unrelated_for(bank["english"], words)]
+        pool += [("unrelated Spanish", q) for q in nonsense.unrelated_for(bank["spanish"], words)]
+        for kind, query in rng.sample(pool, min(unrelated, len(pool))):
+            asked.append((user_id, kind, query))
+    report = {"records": {}, "summary": {}}
+    for name, config in searches.items():
+        records = []
+        for user_id, kind, query in asked:
+            results = observation_search(user_id=user_id, query=query, limit=K, config=config)
+            records.append(nonsense.outcome(kind, user_id, query, results))
+        report["records"][name] = records
+        report["summary"][name] = nonsense.summarize(records)
+    return report
+
+
+def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: int, unrelated: int,
+            search_embed_ms: int | None, users: int | None = None, queries: int | None = None) -> dict:
     from django.db import connection
 
     from ilab_memory.conf import get_config
     from ilab_memory.models import Observation, ObservationVector, Session
-    from ilab_memory.services.embedding import embed_waiting, queue_missing
+    from ilab_memory.services.embedding import embed_waiting
     from ilab_memory.services.search import observation_search
 
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = subset(json.loads(path.read_text(encoding="utf-8")), users=users, queries=queries)
     keys = load(data)  # {observation id as 32 hex digits: set key}
-    hybrid = get_config({"EMBEDDER": embedder}) if embedder is not None else None
-    queue_missing(config=hybrid)
-    embed_waiting(config=hybrid)
+    hybrid = get_config({"EMBEDDER": embedder, "EMBEDDING_MODE": "inline", "SEARCH_EMBED_MILLISECONDS": search_embed_ms})
+    lexical_only = get_config({"EMBEDDER": None, "EMBEDDING_MODE": "inline"})
     owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
-    lexical_only = get_config({"EMBEDDER": None})
 
-    def searcher(config=None):
+    def searcher(config):
         def run(user_id, query):
             results = observation_search(user_id=user_id, query=query, limit=K, config=config)
             return [keys[result.id.replace("-", "")] for result in results]
@@ -180,30 +302,46 @@ def run_set(path: Path, *, details: bool, embedder=None) -> dict:
     def baseline(user_id, query):
         return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
 
-    results = {
-        "hybrid": evaluate(data, searcher(hybrid), owner_of),
-        "lexical": evaluate(data, searcher(lexical_only), owner_of),
-        "baseline": evaluate(data, baseline, owner_of),
-    }
-    print(f"\n{path.name}   engine: {connection.vendor}   queries: {len(data['queries'])}   "
-          f"observations: {len(data['observations'])}")
-    print(f"{'':10}{'nDCG@10':>9}{'recall@10':>11}{'MRR':>7}{'errors':>8}{'other-user':>12}")
-    for name, r in results.items():
-        print(f"{name:10}{r['ndcg@10']:9.3f}{r['recall@10']:11.3f}{r['mrr']:7.3f}{r['errors']:8d}{r['other_user_rows']:12d}")
-    print(f"{'tag':26}{'n':>3}" + "".join(f"{name + ' nDCG':>15}" for name in results))
-    for tag in results["hybrid"]["tags"]:
-        print(f"{tag[:26]:26}{results['hybrid']['tags'][tag]['n']:3d}"
-              + "".join(f"{r['tags'][tag]['ndcg@10']:15.3f}" for r in results.values()))
-    if details:
-        for q in data["queries"]:
-            ranked = results["hybrid"]["rankings"][q["id"]]
-            score = ndcg(ranked, q["relevant"])
-            if score < 0.999:
-                print(f"  {q['id']} {score:.2f} {q['query']!r} want {q['relevant']} got {ranked[:5]}")
+    head = (f"{path.name}   engine: {connection.vendor}   model: {embedder.model_id}   "
+            f"queries: {len(data['queries'])}   observations: {len(data['observations'])}")
+    report: dict = {"meta": {"engine": connection.vendor, "model": embedder.model_id, "phases": phases,
+                             "queries": len(data["queries"]), "observations": len(data["observations"]),
+                             "search_embed_budget": hybrid.SEARCH_EMBED_BUDGET, "search_embed_ms": search_embed_ms}}
+    queue_as_written(config=hybrid)
+    if "after-saves" in phases:
+        results = {"hybrid": evaluate(data, searcher(hybrid), owner_of),
+                   "lexical": evaluate(data, searcher(lexical_only), owner_of)}
+        embedded = ObservationVector.objects.filter(model_id__isnull=False).count()
+        compared = comparisons(results, ("lexical",))
+        print_results(f"{head}\nright after the saves: {embedded} of {len(data['observations'])} memories embedded "
+                      f"by the searches' budgets (SEARCH_EMBED_BUDGET {hybrid.SEARCH_EMBED_BUDGET}, "
+                      f"SEARCH_EMBED_MILLISECONDS {search_embed_ms})", results, compared)
+        report["after_saves"] = results | {"embedded_by_searches": embedded, "comparisons": compared}
+    if "embedded" in phases:
+        embed_waiting(config=hybrid)
+        results = {"hybrid": evaluate(data, searcher(hybrid), owner_of),
+                   "lexical": evaluate(data, searcher(lexical_only), owner_of),
+                   "baseline": evaluate(data, baseline, owner_of)}
+        compared = comparisons(results, ("lexical", "baseline"))
+        print_results(f"{head}\nevery memory embedded", results, compared)
+        report.update(results)
+        report["comparisons"] = compared
+        if details:
+            for q in data["queries"]:
+                ranked = results["hybrid"]["rankings"][q["id"]]
+                score = ndcg(ranked, q["relevant"])
+                if score < 0.999:
+                    print(f"  {q['id']} {score:.2f} {q['query']!r} want {q['relevant']} got {ranked[:5]}")
+        if letters or unrelated:
+            from benchmarks.nonsense import print_summary
+
+            report["nonsense"] = nonsense_pass(data, searches={"hybrid": hybrid, "lexical": lexical_only},
+                                               letters=letters, unrelated=unrelated, seed=path.stem)
+            print_summary(report["nonsense"]["summary"], f"{path.name}: queries with no answer")
     ObservationVector.objects.all().delete()
     Observation.objects.all().delete()
     Session.objects.all().delete()
-    return {name: {k: v for k, v in r.items()} for name, r in results.items()}
+    return report
 
 
 def agreement(first: Path, second: Path) -> int:
@@ -211,6 +349,8 @@ def agreement(first: Path, second: Path) -> int:
     a, b = (json.loads(Path(p).read_text()) for p in (first, second))
     for name in a:
         for search in ("hybrid", "lexical"):
+            if search not in a[name] or search not in b.get(name, {}):
+                continue
             ra, rb = a[name][search]["rankings"], b[name][search]["rankings"]
             n = len(ra)
             first = sum(ra[q][:1] == rb.get(q, [])[:1] for q in ra)
@@ -221,33 +361,87 @@ def agreement(first: Path, second: Path) -> int:
     return 0
 
 
+def compare(first: Path, second: Path) -> int:
+    """Two runs' JSON, query by query: nDCG@10 of each search in each phase, and the share of
+    nonsense and unrelated queries returning [] (matched by user and query)."""
+    from benchmarks.nonsense import LETTER_KINDS
+    from benchmarks.stats import describe, paired
+
+    a, b = (json.loads(Path(p).read_text()) for p in (first, second))
+    print(f"first: {first}   second: {second}   (each line: first - second, mean over the queries both "
+          "ran, 95 % paired bootstrap interval, sign test)")
+    for name in a:
+        if name not in b:
+            continue
+        for phase, pick in (("after the saves", lambda r: r.get("after_saves", {})), ("embedded", lambda r: r)):
+            ra, rb = pick(a[name]), pick(b[name])
+            for search in ("hybrid", "lexical", "baseline"):
+                if "per_query" not in ra.get(search, {}) or "per_query" not in rb.get(search, {}):
+                    continue
+                result = paired({q: r["ndcg@10"] for q, r in ra[search]["per_query"].items()},
+                                {q: r["ndcg@10"] for q, r in rb[search]["per_query"].items()})
+                print(f"{name} {phase} {search} nDCG@10 {result['first']:.3f} vs {result['second']:.3f} "
+                      f"(n {result['n']}): {describe(result)}")
+        na, nb = a[name].get("nonsense", {}).get("records", {}), b[name].get("nonsense", {}).get("records", {})
+        for search in na:
+            if search not in nb:
+                continue
+            kinds: dict[str, tuple[dict, dict]] = {"all": ({}, {}), "all letters": ({}, {}), "all unrelated": ({}, {})}
+            for records, side in ((na[search], 0), (nb[search], 1)):
+                for r in records:
+                    family = "all letters" if r["kind"] in LETTER_KINDS else "all unrelated"
+                    for kind in ("all", family, r["kind"]):
+                        kinds.setdefault(kind, ({}, {}))[side][f"{r['user_id']}\0{r['query']}"] = float(r["results"] == 0)
+            for kind, (ea, eb) in kinds.items():
+                result = paired(ea, eb)
+                if result["n"]:
+                    print(f"{name} {search} returned [] ({kind}) {result['first']:.0%} vs {result['second']:.0%} "
+                          f"(n {result['n']}): {describe(result)}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(p) for p in DEFAULT_SETS], help="graded sets (JSON)")
+    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ",".join(PHASES))
+    parser.add_argument("--model", default="e5", choices=("e5", "minilm"), help="e5: the default embedder; minilm: all-MiniLM-L6-v2")
+    parser.add_argument("--search-embed-ms", type=int, default=None,
+                        help="SEARCH_EMBED_MILLISECONDS right after the saves (default none: the budget alone)")
+    parser.add_argument("--nonsense", type=int, default=21, help="random letter strings per user (0: none)")
+    parser.add_argument("--unrelated", type=int, default=24, help="unrelated everyday questions per user, at most (0: none)")
+    parser.add_argument("--users", type=int, help="only the first N users of each set (a quick run)")
+    parser.add_argument("--queries", type=int, help="only the first N queries of each set (a quick run)")
     parser.add_argument("--details", action="store_true", help="print each query that is not perfect")
-    parser.add_argument("--json", help="write the metrics and rankings to this file")
+    parser.add_argument("--json", help="write the metrics, each query's metrics and rankings to this file")
     parser.add_argument("--agreement", nargs=2, metavar="RUN.json", help="compare the top-3 of two runs")
-    parser.add_argument("--vector-cache", help="keep the vectors in this folder (benchmarks.conversations' cache)")
+    parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs, query by query")
+    parser.add_argument("--vector-cache", help="keep the vectors in this folder (e.g. benchmarks/.vector-cache, as benchmarks.conversations)")
     args = parser.parse_args(argv)
     if args.agreement:
         return agreement(*args.agreement)
+    if args.compare:
+        return compare(*args.compare)
+    phases = [p for p in args.phases.split(",") if p]
+    if not phases or set(phases) - set(PHASES):
+        parser.error(f"--phases takes {', '.join(PHASES)}")
+    phases = [p for p in PHASES if p in phases]
 
     setup_django()
     from django.db import connection
 
+    from benchmarks.embedders import model_embedder
+
+    embedder = model_embedder(args.model, args.vector_cache)
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        embedder = None
-        if args.vector_cache:
-            from benchmarks.conversations import CachedEmbedder
-            from ilab_memory.embeddings import configured_embedder
-
-            embedder = CachedEmbedder(configured_embedder("default"), Path(args.vector_cache))
-        report = {Path(path).name: run_set(Path(path), details=args.details, embedder=embedder) for path in args.paths}
-        if embedder is not None:
-            embedder.save()
+        report = {Path(path).name: run_set(Path(path), details=args.details, embedder=embedder, phases=phases,
+                                           letters=args.nonsense, unrelated=args.unrelated,
+                                           search_embed_ms=args.search_embed_ms, users=args.users, queries=args.queries)
+                  for path in args.paths}
     finally:
+        if hasattr(embedder, "save"):
+            embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
