@@ -1,9 +1,13 @@
 """Recall on real conversations: LongMemEval_S through the public facade, beside BM25 and dense-only.
 
-    .venv/bin/python -m benchmarks.conversations [--data DIR] [--questions N] [--levels session,turn,whole]
+    .venv/bin/python -m benchmarks.conversations [--split dev|val] [--questions N] [--levels session,turn,whole]
+    .venv/bin/python -m benchmarks.conversations --phases after-saves --levels session   # before the vectors only
+    .venv/bin/python -m benchmarks.conversations --model minilm --questions 12 --json minilm.json
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
+    .venv/bin/python -m benchmarks.conversations --compare before.json after.json
 
-Each question of ``longmemeval-dev.json`` is its own user. Its haystack sessions are saved in
+Each question of ``longmemeval-dev.json`` (``--split val``: ``longmemeval-val.json``, to confirm
+a change chosen on dev, never to choose one) is its own user. Its haystack sessions are saved in
 date order with the clock at each session's date, then the question is searched with the clock
 at the question's date. Three granularities:
 
@@ -16,22 +20,42 @@ at the question's date. Three granularities:
 * ``whole``: each session one observation holding the whole conversation (``user: …`` /
   ``assistant: …``), for long memories; the first ``--whole-questions`` questions only.
 
-Beside ``ours`` (``mem_search``) the same run ranks the same observations with plain BM25
-(Okapi, k1 1.5, b 0.75, Lucene's idf, over the same title and content, every query word) and with our stored vectors alone
-(``dense``). A ``nonsense`` pass searches each user for random letter strings and for questions
-on subjects that user's conversations never touch: the share that returns nothing.
+Two states of the same saved memories, each a phase (``--phases``, default both, in this order),
+always with ``EMBEDDING_MODE = "inline"`` (no thread embeds behind the benchmark's back):
 
-Embedding the slice costs tens of minutes on two cores, so vectors are kept in a cache file
-(``--vector-cache``, keyed by the model and the exact text): a rerun embeds only new texts.
+* ``after-saves``: right after the saves, nothing embedded but what each search embeds itself
+  before it reads: its budget of its user's newest waiting memories (``SEARCH_EMBED_BUDGET``;
+  ``SEARCH_EMBED_MILLISECONDS`` None by default, so that the budget alone decides and the state
+  does not depend on the machine or on the cache; ``--search-embed-ms`` sets it).
+* ``embedded``: every memory embedded (``embed_waiting``), then the questions; then the
+  nonsense pass.
+
+Beside ``ours`` (``mem_search``) the same run ranks the same observations with plain BM25
+(Okapi, k1 1.5, b 0.75, Lucene's idf, over the same title and content, every query word), with
+the same library searching by words alone (``words``: ``EMBEDDER`` None) and, once embedded,
+with our stored vectors alone (``dense``). Every question's metrics are kept (``--json``), and
+ours is compared with each other ranker question by question: the mean difference with a 95 %
+paired bootstrap interval and a sign test (benchmarks/stats.py); ``--compare`` does the same for
+two runs' JSON.
+
+The ``nonsense`` pass (benchmarks/nonsense.py) asks each user ``--nonsense`` random letter
+strings (consonants, pronounceable non-words, keyboard noise) and up to ``--unrelated``
+questions on subjects that user's conversations never touch (the ``conversations`` list of
+benchmarks/unrelated_questions.json, each kept only if it shares no content word with the
+user's memories), through ours and words: the share that returns nothing, how many results the
+others return, and how many of those were found by meaning only.
+
+``--model e5`` (default: the library's default embedder) or ``minilm`` (all-MiniLM-L6-v2,
+benchmarks/minilm.py, benchmarks/requirements-minilm.txt). Embedding the slice costs tens of
+minutes on two cores, so vectors are kept in a cache file per model (``--vector-cache``, keyed
+by the model and the exact text): a rerun embeds only new texts.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
-import os
 import random
 import sys
 import time
@@ -39,6 +63,7 @@ from collections import defaultdict
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 
+from benchmarks.embedders import CachedEmbedder, model_embedder  # noqa: F401 (CachedEmbedder: re-exported)
 from benchmarks.search_quality import setup_django
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
@@ -47,17 +72,8 @@ LEVELS = ("session", "turn", "whole")
 TITLE_CHARS = 120
 K1, B = 1.5, 0.75
 
-# Subjects a user's chats do not touch are checked against that user's own words before use.
-UNRELATED = (
-    "What is the boiling point of liquid nitrogen in kelvin?",
-    "Which firmware version does the submarine sonar array run?",
-    "How many moons does Neptune have?",
-    "What did the tax auditor say about my cryptocurrency mining rig?",
-    "Who won the curling championship in Reykjavik?",
-    "What is my blood type according to the hematology lab?",
-    "Which lighthouse keeper did I interview for the podcast?",
-    "What torque do the helicopter rotor bolts need?",
-)
+PHASES = ("after-saves", "embedded")
+SYSTEM_ORDER = ("ours", "bm25", "dense", "words")
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -108,56 +124,7 @@ def memories(question: dict, level: str):
         yield date, title_of(user_turns[0]["content"]), content, session["id"], session["id"] in answers
 
 
-# -- the embedding cache --------------------------------------------------------------------------
-
-
-class CachedEmbedder:
-    """The configured embedder, remembering every vector it made in a file (benchmark only)."""
-
-    def __init__(self, inner, path: Path):
-        import numpy as np
-
-        self.inner, self.model_id, self.dimensions = inner, inner.model_id, inner.dimensions
-        self.path = path / (hashlib.sha1(inner.model_id.encode()).hexdigest()[:12] + ".npz")
-        self.vectors: dict[str, object] = {}
-        self.new = 0
-        if self.path.exists():
-            with np.load(self.path) as stored:
-                self.vectors = dict(zip(stored["keys"].tolist(), stored["vectors"]))
-
-    def _key(self, kind: str, text: str) -> str:
-        return hashlib.sha1(f"{kind}\0{text}".encode()).hexdigest()
-
-    def embed_passages(self, texts):
-        import numpy as np
-
-        keys = [self._key("passage", t) for t in texts]
-        todo = [(k, t) for k, t in dict(zip(keys, texts)).items() if k not in self.vectors]
-        if todo:
-            for (k, _), vector in zip(todo, self.inner.embed_passages([t for _, t in todo])):
-                self.vectors[k] = vector
-            self.new += len(todo)
-            if self.new >= 256:
-                self.save()
-        return np.stack([self.vectors[k] for k in keys]) if keys else np.zeros((0, self.dimensions), "float32")
-
-    def embed_query(self, text):
-        key = self._key("query", text)
-        if key not in self.vectors:
-            self.vectors[key] = self.inner.embed_query(text)
-            self.new += 1
-        return self.vectors[key]
-
-    def save(self):
-        import numpy as np
-
-        if not self.new:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        keys = list(self.vectors)
-        np.savez(self.path.with_suffix(".tmp.npz"), keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
-        os.replace(self.path.with_suffix(".tmp.npz"), self.path)
-        self.new = 0
+# CachedEmbedder lives in benchmarks.embedders; imported here for the callers that name it from here.
 
 
 # -- rankers beside ours ------------------------------------------------------------------------
@@ -221,7 +188,54 @@ def metrics(ranked: list[str], relevant: set[str], level: str) -> dict[str, floa
 # -- a run ---------------------------------------------------------------------------------------
 
 
-def run_level(level: str, questions: list[dict], *, mem, embedder, config, details: bool) -> dict:
+def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, relevant: dict, key_of: dict,
+               embedder, dense: bool, details: bool) -> tuple[dict, list[float]]:
+    """Every scored question through each facade of ``mems`` ({name: ILabMemory}), BM25 and, if
+    ``dense``, our vectors alone: {system: {question id: {"type": ..., metric: value}}}, and
+    the value of ours' best result per question."""
+    import time_machine
+
+    from ilab_memory.services.search import tokens
+
+    per_question: dict[str, dict] = {name: {} for name in ("ours", "bm25", "dense", "words") if name in mems
+                                     or name == "bm25" or (name == "dense" and dense)}
+    top_values: list[float] = []
+    for q in questions:
+        user_id = f"{level}-{q['question_id']}"
+        if not relevant[user_id]:
+            continue  # the answer is not in a user turn (turn level): not scored
+        rankings = {}
+        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+            for name, mem in mems.items():  # ours first: its search embeds its budget
+                results = mem.mem_search(user_id, q["question"], limit=10)
+                rankings[name] = [r.id.replace("-", "") for r in results]
+                if name == "ours":
+                    top_values.append(results[0].score.value if results else 0.0)
+        rankings["bm25"] = bm25_ranking(docs[user_id], tokens(q["question"]))
+        if dense:
+            rankings["dense"] = [pk.replace("-", "") for pk in dense_ranking(embedder, user_id, q["question"])]
+        for name, ids in rankings.items():
+            per_question[name][q["question_id"]] = {"type": q["question_type"]} | metrics(
+                keys_of(ids, key_of), relevant[user_id], level)
+        if details and per_question["ours"][q["question_id"]]["recall_all@5"] < 1:
+            print(f"  miss {q['question_id']} [{q['question_type']}] {q['question']!r}: want {sorted(relevant[user_id])} "
+                  f"got {keys_of(rankings['ours'], key_of)[:5]}")
+    return per_question, top_values
+
+
+def comparisons(per_question: dict) -> dict:
+    """Ours against each other ranker, question by question, for every metric."""
+    from benchmarks.stats import paired
+
+    ours = per_question["ours"]
+    names = [m for m in next(iter(ours.values()), {}) if m != "type"]
+    return {f"ours-{other}": {m: paired({q: r[m] for q, r in ours.items()},
+                                        {q: r[m] for q, r in per_question[other].items()}) for m in names}
+            for other in ("bm25", "words", "dense") if other in per_question}
+
+
+def run_level(level: str, questions: list[dict], *, mem, words, embedder, config, phases: list[str], details: bool,
+              letters: int = 6, unrelated: int = 6) -> dict:
     import time_machine
 
     from ilab_memory.models import Observation, ObservationVector, Session
@@ -245,40 +259,35 @@ def run_level(level: str, questions: list[dict], *, mem, embedder, config, detai
             if is_answer:
                 relevant[user_id].add(key_of[pk])
             saved += 1
-    loaded = time.monotonic()
-    embed_waiting(config=config)
-    embedder.save()
-    embedded = time.monotonic()
-
-    systems = {"ours": {}, "bm25": {}, "dense": {}}
-    top_values: list[float] = []
-    for q in questions:
-        user_id = f"{level}-{q['question_id']}"
-        if not relevant[user_id]:
-            continue  # the answer is not in a user turn (turn level): not scored
-        with time_machine.travel(parse_date(q["question_date"]), tick=False):
-            results = mem.mem_search(user_id, q["question"], limit=10)
-        found = [r.id.replace("-", "") for r in results]
-        top_values.append(results[0].score.value if results else 0.0)
-        rankings = {
-            "ours": found,
-            "bm25": bm25_ranking(docs[user_id], tokens(q["question"])),
-            "dense": [pk.replace("-", "") for pk in dense_ranking(embedder, user_id, q["question"])],
+    seconds = {"load": round(time.monotonic() - started, 1)}
+    report = {"level": level, "questions": sum(bool(r) for r in relevant.values()), "observations": saved,
+              "seconds": seconds}
+    shared = {"docs": docs, "relevant": relevant, "key_of": key_of, "embedder": embedder, "details": details}
+    if "after-saves" in phases:
+        clock = time.monotonic()
+        per_question, _ = search_all(level, questions, mems={"ours": mem, "words": words}, dense=False, **shared)
+        seconds["search after the saves"] = round(time.monotonic() - clock, 1)
+        report["after_saves"] = {
+            "systems": {name: summarize(rows) for name, rows in per_question.items()},
+            "per_question": per_question, "comparisons": comparisons(per_question),
+            "embedded_by_searches": ObservationVector.objects.filter(model_id__isnull=False).count(),
         }
-        for name, ids in rankings.items():
-            systems[name][q["question_id"]] = (q["question_type"], metrics(keys_of(ids, key_of), relevant[user_id], level))
-        if details and systems["ours"][q["question_id"]][1]["recall_all@5"] < 1:
-            print(f"  miss {q['question_id']} [{q['question_type']}] {q['question']!r}: want {sorted(relevant[user_id])} "
-                  f"got {keys_of(found, key_of)[:5]}")
-    searched = time.monotonic()
-    report = {
-        "level": level, "questions": len(systems["ours"]), "observations": saved,
-        "seconds": {"load": round(loaded - started, 1), "embed": round(embedded - loaded, 1),
-                    "search": round(searched - embedded, 1)},
-        "systems": {name: summarize(per_question) for name, per_question in systems.items()},
-        "top_value_median": sorted(top_values)[len(top_values) // 2] if top_values else 0.0,
-    }
-    report["nonsense"] = nonsense(mem, docs, questions, level)
+    if "embedded" in phases:
+        clock = time.monotonic()
+        embed_waiting(config=config)
+        embedder.save()
+        seconds["embed"] = round(time.monotonic() - clock, 1)
+        clock = time.monotonic()
+        per_question, top_values = search_all(level, questions, mems={"ours": mem, "words": words}, dense=True, **shared)
+        seconds["search"] = round(time.monotonic() - clock, 1)
+        report["systems"] = {name: summarize(rows) for name, rows in per_question.items()}
+        report["per_question"] = per_question
+        report["comparisons"] = comparisons(per_question)
+        report["top_value_median"] = sorted(top_values)[len(top_values) // 2] if top_values else 0.0
+        if letters or unrelated:
+            clock = time.monotonic()
+            report["nonsense"] = nonsense(mem, words, docs, questions, level, letters=letters, unrelated=unrelated)
+            seconds["nonsense"] = round(time.monotonic() - clock, 1)
     print_level(report)
     ObservationVector.objects.all().delete()
     Observation.objects.all().delete()
@@ -289,75 +298,176 @@ def run_level(level: str, questions: list[dict], *, mem, embedder, config, detai
 def summarize(per_question: dict) -> dict:
     """Mean of each metric over all questions and per question type."""
     def mean(rows):
-        names = rows[0].keys() if rows else ()
+        names = [name for name in rows[0] if name != "type"] if rows else ()
         return {name: sum(r[name] for r in rows) / len(rows) for name in names} | {"n": len(rows)}
 
     by_type: dict[str, list] = defaultdict(list)
-    for question_type, row in per_question.values():
-        by_type[question_type].append(row)
-    return {"all": mean([row for _, row in per_question.values()]),
+    for row in per_question.values():
+        by_type[row["type"]].append(row)
+    return {"all": mean(list(per_question.values())),
             "types": {t: mean(rows) for t, rows in sorted(by_type.items())}}
 
 
-def nonsense(mem, docs: dict, questions: list[dict], level: str) -> dict:
-    """Share of random letter strings and unrelated questions that return no result, searched at
-    the question's date like the question."""
+def nonsense(mem, words, docs: dict, questions: list[dict], level: str, *, letters: int, unrelated: int) -> dict:
+    """Each user asked ``letters`` random letter strings and up to ``unrelated`` questions on
+    subjects their conversations never touch (no content word shared), at the question's date
+    like the question, through ours and words: benchmarks.nonsense's summary per kind, every
+    query's outcome, and (as before) the share of all of them that ours answered with nothing."""
     import time_machine
 
-    from ilab_memory.services.search import STOP_WORDS, tokens
+    from benchmarks import nonsense as queries
 
-    rng = random.Random(7)
-    asked = empty = 0
-    tops = []
+    bank = queries.load_questions()["conversations"]
+    known = queries.bank_words({"conversations": bank})
+    asked = []
     for q in questions:
         user_id = f"{level}-{q['question_id']}"
-        vocabulary = {word for words in docs[user_id].values() for word in words}
-        letters = ["".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(rng.randint(6, 10))) for _ in range(2)]
-        unrelated = [u for u in UNRELATED if not (set(tokens(u)) - STOP_WORDS) & vocabulary]
-        for query in letters + unrelated[:2]:
-            asked += 1
-            with time_machine.travel(parse_date(q["question_date"]), tick=False):
-                results = mem.mem_search(user_id, query, limit=10)
-            empty += not results
-            tops.append(results[0].score.value if results else 0.0)
-    tops.sort()
-    return {"asked": asked, "empty": empty, "share": empty / asked if asked else 0.0,
-            "top_value_median": tops[len(tops) // 2] if tops else 0.0, "top_value_p95": tops[int(len(tops) * 0.95)] if tops else 0.0}
+        vocabulary = {word for tokens in docs[user_id].values() for word in tokens}
+        rng = random.Random(f"nonsense:{q['question_id']}")
+        mine = queries.letter_queries(rng, letters, vocabulary=vocabulary, known=known)
+        pool = queries.unrelated_for(bank, vocabulary)
+        mine += [("unrelated", u) for u in rng.sample(pool, min(unrelated, len(pool)))]
+        asked += [(q, user_id, kind, query) for kind, query in mine]
+    records: dict[str, list] = {"ours": [], "words": []}
+    for q, user_id, kind, query in asked:
+        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+            for name, facade in (("ours", mem), ("words", words)):
+                records[name].append(queries.outcome(kind, user_id, query, facade.mem_search(user_id, query, limit=10)))
+    summary = {name: queries.summarize(rows) for name, rows in records.items()}
+    everything = summary["ours"]["all"]
+    return {"asked": everything["asked"], "empty": everything["empty"], "share": everything["empty_share"],
+            "top_value_median": everything["top_value_median"], "top_value_p95": everything["top_value_p95"],
+            "summary": summary, "records": records}
+
+
+def print_table(title: str, systems: dict) -> None:
+    """One row per question type; each cell the systems' values in SYSTEM_ORDER."""
+    order = ["recall_any@5", "recall_all@5", "recall_all@10", "hit@5", "ndcg@10"]
+    present = [name for name in SYSTEM_ORDER if name in systems]
+    names = sorted(systems["ours"]["all"].keys() - {"n"}, key=order.index)
+    width = 6 * len(present) + 3
+    print(f"{title}   (each cell: {' / '.join(present)})")
+    print(f"{'type':26}{'n':>4}" + "".join(f"{name:>{width}}" for name in names))
+    for label in ["all", *systems["ours"]["types"]]:
+        rows = [systems[s]["all"] if label == "all" else systems[s]["types"][label] for s in present]
+        cells = ["/".join(f"{row[name]:.3f}" for row in rows) for name in names]
+        print(f"{label[:26]:26}{rows[0]['n']:4d}" + "".join(f"{cell:>{width}}" for cell in cells))
+
+
+def print_comparisons(compared: dict) -> None:
+    from benchmarks.stats import describe
+
+    for pair, by_metric in compared.items():
+        for metric, result in by_metric.items():
+            if metric not in ("recall_all@5", "recall_all@10", "ndcg@10"):
+                continue  # the others are in the JSON
+            print(f"  {pair.replace('-', ' - ')} {metric}: {describe(result)}")
 
 
 def print_level(report: dict) -> None:
-    """One row per question type; each cell ours / bm25 / dense."""
-    level, systems = report["level"], report["systems"]
-    order = ["recall_any@5", "recall_all@5", "recall_all@10", "hit@5", "ndcg@10"]
-    names = sorted(systems["ours"]["all"].keys() - {"n"}, key=order.index)
+    level = report["level"]
     print(f"\n== {level} level: {report['questions']} questions, {report['observations']} observations, "
-          f"seconds {report['seconds']}   (each cell: {' / '.join(systems)})")
-    print(f"{'type':26}{'n':>4}" + "".join(f"{name:>22}" for name in names))
-    for label in ["all", *systems["ours"]["types"]]:
-        rows = [s["all"] if label == "all" else s["types"][label] for s in systems.values()]
-        cells = ["/".join(f"{row[name]:.3f}" for row in rows) for name in names]
-        print(f"{label[:26]:26}{rows[0]['n']:4d}" + "".join(f"{cell:>22}" for cell in cells))
-    n = report["nonsense"]
-    print(f"nonsense and unrelated queries with no result: {n['empty']}/{n['asked']} ({n['share']:.0%}); "
-          f"their best result's value: median {n['top_value_median']:.3f}, 95th percentile {n['top_value_p95']:.3f}; "
-          f"the questions' best result's value: median {report['top_value_median']:.3f}")
+          f"seconds {report['seconds']}")
+    if "after_saves" in report:
+        after = report["after_saves"]
+        print_table(f"right after the saves ({after['embedded_by_searches']} of {report['observations']} memories "
+                    "embedded by the searches' budgets)", after["systems"])
+        print_comparisons({k: v for k, v in after["comparisons"].items() if k in ("ours-words", "ours-bm25")})
+    if "systems" in report:
+        print_table("every memory embedded", report["systems"])
+        print_comparisons({k: v for k, v in report["comparisons"].items() if k in ("ours-bm25", "ours-words")})
+    if "after_saves" in report and "per_question" in report:
+        from benchmarks.stats import describe, paired
+
+        before, after = report["after_saves"]["per_question"]["ours"], report["per_question"]["ours"]
+        for metric in ("recall_all@5", "recall_all@10"):
+            result = paired({q: r[metric] for q, r in before.items()}, {q: r[metric] for q, r in after.items()})
+            print(f"  ours after the saves - ours embedded {metric}: {describe(result)}")
+    if "nonsense" in report:
+        from benchmarks.nonsense import print_summary
+
+        n = report["nonsense"]
+        print_summary(n["summary"], f"nonsense and unrelated queries ({level} level)")
+        print(f"their best result's value (ours): median {n['top_value_median']:.3f}, 95th percentile "
+              f"{n['top_value_p95']:.3f}; the questions' best result's value: median {report['top_value_median']:.3f}")
+
+
+def compare(first: str, second: str, system: str = "ours") -> int:
+    """Two runs' JSON, question by question: each metric of ``system`` in each level and phase
+    both hold, and the share of nonsense and unrelated queries returning nothing."""
+    from benchmarks.nonsense import LETTER_KINDS
+    from benchmarks.stats import describe, paired
+
+    a, b = (json.loads(Path(p).read_text()) for p in (first, second))
+    print(f"first: {first} ({a.get('model', '?')}, {a.get('split', '?')})   second: {second} "
+          f"({b.get('model', '?')}, {b.get('split', '?')})   {system}, first - second over the questions both ran")
+    levels_b = {report["level"]: report for report in b["levels"]}
+    for ra in a["levels"]:
+        rb = levels_b.get(ra["level"])
+        if rb is None:
+            continue
+        for phase, pick in (("after the saves", lambda r: r.get("after_saves", {}).get("per_question")),
+                            ("embedded", lambda r: r.get("per_question"))):
+            pa, pb = pick(ra), pick(rb)
+            if not pa or not pb:
+                if pa or pb:
+                    print(f"{ra['level']} {phase}: only one run has per-question metrics")
+                continue
+            if system not in pa or system not in pb:
+                continue
+            metrics_ = [m for m in next(iter(pa[system].values())) if m != "type"]
+            for metric in metrics_:
+                result = paired({q: r[metric] for q, r in pa[system].items()}, {q: r[metric] for q, r in pb[system].items()})
+                print(f"{ra['level']} {phase} {metric} {result['first']:.3f} vs {result['second']:.3f} "
+                      f"(n {result['n']}): {describe(result)}")
+        na = ra.get("nonsense", {}).get("records", {}).get(system)
+        nb = rb.get("nonsense", {}).get("records", {}).get(system)
+        if na and nb:
+            groups: dict[str, tuple[dict, dict]] = {"all": ({}, {}), "letters": ({}, {}), "unrelated": ({}, {})}
+            for records, side in ((na, 0), (nb, 1)):
+                for r in records:
+                    for group in ("all", "letters" if r["kind"] in LETTER_KINDS else "unrelated"):
+                        groups[group][side][f"{r['user_id']}\0{r['query']}"] = float(r["results"] == 0)
+            for group, (ea, eb) in groups.items():
+                result = paired(ea, eb)
+                if result["n"]:
+                    print(f"{ra['level']} nonsense ({group}) returned [] {result['first']:.0%} vs {result['second']:.0%} "
+                          f"(n {result['n']}): {describe(result)}")
+    return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(EVAL), help="folder holding longmemeval-dev.json")
+    parser.add_argument("--data", default=str(EVAL), help="folder holding longmemeval-dev.json and -val.json")
+    parser.add_argument("--split", default="dev", choices=("dev", "val"),
+                        help="dev to tune on, val to confirm on (never choose a parameter by val)")
     parser.add_argument("--questions", type=int, help="only the first N questions (types taking turns)")
     parser.add_argument("--levels", default="session,turn,whole", help="comma-separated: " + ",".join(LEVELS))
+    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ",".join(PHASES))
     parser.add_argument("--whole-questions", type=int, default=10, help="questions at the whole-session level")
+    parser.add_argument("--model", default="e5", choices=("e5", "minilm"),
+                        help="e5: the default embedder; minilm: all-MiniLM-L6-v2 (benchmarks/minilm.py)")
+    parser.add_argument("--search-embed-ms", type=int, default=None,
+                        help="SEARCH_EMBED_MILLISECONDS (default none: a search's budget alone decides)")
+    parser.add_argument("--nonsense", type=int, default=6, help="random letter strings per user (0: none)")
+    parser.add_argument("--unrelated", type=int, default=6, help="unrelated questions per user, at most (0: none)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
     parser.add_argument("--details", action="store_true", help="print each question ours misses")
-    parser.add_argument("--json", help="write the report to this file")
+    parser.add_argument("--json", help="write the report, with every question's metrics, to this file")
+    parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs' --json")
+    parser.add_argument("--system", default="ours", help="the ranker --compare compares (ours, words, bm25, dense)")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare, system=args.system)
     levels = [level for level in args.levels.split(",") if level]
     if set(levels) - set(LEVELS):
         parser.error(f"--levels takes {', '.join(LEVELS)}")
+    phases = [p for p in args.phases.split(",") if p]
+    if not phases or set(phases) - set(PHASES):
+        parser.error(f"--phases takes {', '.join(PHASES)}")
+    phases = [p for p in PHASES if p in phases]
 
-    data = json.loads((Path(args.data) / "longmemeval-dev.json").read_text(encoding="utf-8"))
+    data = json.loads((Path(args.data) / f"longmemeval-{args.split}.json").read_text(encoding="utf-8"))
     questions = round_robin(data["questions"])[: args.questions]
 
     setup_django()
@@ -365,25 +475,30 @@ def main(argv=None) -> int:
 
     from ilab_memory import ILabMemory
     from ilab_memory.conf import get_config
-    from ilab_memory.embeddings import configured_embedder
 
-    embedder = CachedEmbedder(configured_embedder("default"), Path(args.vector_cache))
+    embedder = model_embedder(args.model, args.vector_cache)
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     reports = []
     try:
-        # Inline: no background thread, so the load and the embedding are timed apart.
-        mem = ILabMemory(embedder=embedder, embedding_mode="inline")
-        config = get_config({"EMBEDDER": embedder, "EMBEDDING_MODE": "inline"})
-        print(f"engine: {connection.vendor}   model: {embedder.model_id}")
+        # Inline: no background thread, so the load and the embedding are timed apart, and right
+        # after the saves nothing but the searches' budgets embeds.
+        overrides = {"embedder": embedder, "embedding_mode": "inline", "search_embed_milliseconds": args.search_embed_ms}
+        mem = ILabMemory(**overrides)
+        words = ILabMemory(embedder=None, embedding_mode="inline")
+        config = get_config({key.upper(): value for key, value in overrides.items()})
+        print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}   phases: {', '.join(phases)}"
+              f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms")
         for level in levels:
             subset = questions[: args.whole_questions] if level == "whole" else questions
-            reports.append(run_level(level, subset, mem=mem, embedder=embedder, config=config, details=args.details))
+            reports.append(run_level(level, subset, mem=mem, words=words, embedder=embedder, config=config,
+                                     phases=phases, details=args.details, letters=args.nonsense, unrelated=args.unrelated))
     finally:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
-        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "levels": reports}, indent=1))
+        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
+                                               "phases": phases, "levels": reports}, indent=1))
     return 0
 
 
