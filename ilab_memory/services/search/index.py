@@ -10,7 +10,14 @@ from __future__ import annotations
 from django.db import connections, transaction
 
 from .postgresql import PG_CREATE, PG_REBUILD, pg_triggers_present
-from .sqlite import SQLITE_CREATE_TABLE, SQLITE_CREATE_TRIGGERS, SQLITE_REBUILD, SQLITE_TABLE, sqlite_triggers_present
+from .sqlite import (
+    SQLITE_CREATE_TABLE,
+    SQLITE_CREATE_TERMS,
+    SQLITE_CREATE_TRIGGERS,
+    SQLITE_REBUILD,
+    SQLITE_TABLE,
+    sqlite_index_state,
+)
 from .tables import OBSERVATION_TABLE
 
 
@@ -38,14 +45,20 @@ def index_rebuild(*, using: str = "default") -> int:
 
 
 def index_ensure(*, using: str = "default") -> bool:
-    """Repair the SQLite index when a table rebuild dropped its triggers; True if it did.
+    """Repair the SQLite index when a table rebuild dropped its triggers; True if it did. Also
+    give the connection its terms table (``sqlite.SQLITE_TERMS``) if it has none yet.
 
     Django rebuilds a SQLite table to alter a field (new table, copy, drop, rename), and the
     drop takes the triggers with it. Writes made since then are missing from the index, so a
     repair is a full rebuild, not just new triggers.
     """
     connection = connections[using]
-    if connection.vendor != "sqlite" or sqlite_triggers_present(connection):
+    if connection.vendor != "sqlite":
+        return False
+    triggers, terms = sqlite_index_state(connection)
+    if not terms:
+        _execute(connection, (SQLITE_CREATE_TERMS,))
+    if triggers:
         return False
     index_rebuild(using=using)
     return True

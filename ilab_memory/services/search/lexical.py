@@ -32,22 +32,22 @@ def recency_factor(age_days: float) -> float:
 def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
                   using: str):
     """The engine's name and its best ``count`` observations in ``reach``, all-terms matches first, each with
-    ``content_head``, ``relevance`` and ``all_terms`` (whether every term matched); the fields
-    the statement does not read are deferred. Raw: full-text search has no ORM expression here."""
+    ``content_head``, ``relevance``, ``all_terms`` (whether every term matched) and ``coverage``
+    (the idf-weighted share of the terms it holds, 1.0 exactly when ``all_terms``); the fields the
+    statement does not read are deferred. Raw: full-text search has no ORM expression here."""
     connection = connections[using]
+    in_scopes, scopes = reach.sql("o.scope")
     if connection.vendor == "sqlite":
         index_ensure(using=using)
-        all_query, any_query = sqlite.match_queries(parsed, user_id)
-        in_scopes, scopes = reach.sql("o.scope")
-        engine, statement = "sqlite-fts5-bm25", sqlite.ranked_sql(type is not None, in_scopes)
-        params = [head, all_query, any_query, user_id, *scopes, *([type] if type else []), count]
+        engine = "sqlite-fts5-bm25"
+        statement, params = sqlite.ranked_statement(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes,
+                                                    type=type, head=head, count=count)
     elif connection.vendor == "postgresql":
         all_query, any_query = postgresql.tsqueries(parsed)
         alternatives = [postgresql.tsquery_phrase(term) for term in any_terms(parsed)]
-        in_scopes, scopes = reach.sql("o.scope")
         engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None, in_scopes)
-        params = [head, all_query, any_query, alternatives, user_id, *scopes, *([type] if type else []), user_id,
-                  count]
+        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *scopes,
+                  *([type] if type else []), user_id, count]
     else:
         raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
     return engine, list(Observation.objects.db_manager(using).raw(statement, params))

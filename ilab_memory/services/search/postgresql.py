@@ -70,7 +70,7 @@ def pg_triggers_present(connection) -> bool:
 
 # -- the query -----------------------------------------------------------------------------
 
-# Field weights: title > topic_key > content, the same ratios as SQLite's SQLITE_BM25_WEIGHTS.
+# Field weights: title > topic_key > content, the same ratios as SQLite's SQLITE_FIELD_WEIGHTS.
 PG_RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"  # ts_rank order: D, C (content), B (topic_key), A (title)
 # No length division: dividing by the length (1 + log, or the length) ranked answers lower on
 # the development sets (docs/search.md).
@@ -91,16 +91,17 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
 
 
 def ranked_sql(type_filter: bool, in_scopes: str) -> str:
-    """The ranked statement; its parameters: head, all-terms and any-term tsquery, the
-    alternatives' tsqueries (an array), user_id, the scopes of ``in_scopes`` (``Reach.sql``),
-    [type], user_id, count."""
+    """The ranked statement; its parameters: head, all-terms and any-term tsquery, the number of
+    terms, the alternatives' tsqueries (an array, the terms first), user_id, the scopes of
+    ``in_scopes`` (``Reach.sql``), [type], user_id, count."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
-    # live observations, the shape of FTS5's bm25, still in one statement.
+    # live observations, the shape of FTS5's bm25, still in one statement. ``coverage`` is the
+    # idf-weighted share of the query's terms (the first alternatives) the row holds.
     return f"""
         WITH q AS (SELECT %s::int AS head, %s::tsquery AS all_terms, %s::tsquery AS any_terms),
         alternatives AS (
-            SELECT i, alternative::tsquery AS alternative
+            SELECT i, alternative::tsquery AS alternative, i <= %s AS is_term
             FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
         ),
         candidates AS (
@@ -120,17 +121,22 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
         frequency AS MATERIALIZED (
-            SELECT a.i, a.alternative, count(c.id)::float AS df
-            FROM alternatives a LEFT JOIN candidates c ON c.search_vector @@ a.alternative
-            GROUP BY a.i, a.alternative
-        )
+            SELECT i, alternative, is_term, ln(1 + (n - df + 0.5) / (df + 0.5)) AS idf
+            FROM (SELECT a.i, a.alternative, a.is_term, total.n, count(c.id)::float AS df
+                  FROM alternatives a CROSS JOIN total LEFT JOIN candidates c ON c.search_vector @@ a.alternative
+                  GROUP BY a.i, a.alternative, a.is_term, total.n) document_frequency
+        ),
+        terms AS MATERIALIZED (SELECT sum(idf) AS idf FROM frequency WHERE is_term)
         SELECT c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
-               sum(ln(1 + (total.n - f.df + 0.5) / (f.df + 0.5))
-                   * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
+               sum(f.idf * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
                ) AS relevance,
-               c.all_terms
-        FROM candidates c CROSS JOIN frequency f CROSS JOIN total
+               c.all_terms,
+               -- 1.0 exactly when every term is held: a sum in another order may differ in its last bit.
+               CASE WHEN c.all_terms THEN 1.0
+                    ELSE coalesce(sum(f.idf) FILTER (WHERE f.is_term), 0) / terms.idf END AS coverage
+        FROM candidates c CROSS JOIN frequency f CROSS JOIN terms
         WHERE c.search_vector @@ f.alternative
-        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms
+        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms,
+                 terms.idf
         ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
         LIMIT %s"""

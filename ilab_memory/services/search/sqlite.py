@@ -6,9 +6,19 @@ The FTS5 table ``ilab_memory_search`` is kept in sync by triggers on the observa
 (``index.py``); migration 0002 holds its own copy, and a test checks they build the same. A
 query never reaches FTS5's syntax as the user typed it: every token is quoted here
 (``fts5_phrase``).
+
+The ranking is bm25 computed here over the searching user's own rows, not FTS5's ``bm25()``:
+that function takes its collection statistics (the number of rows, each term's document
+frequency, the average length) from the whole index, every user's rows together, so one
+user's ranking moved with what other users wrote. The statement reads each row's term
+frequencies from the index's instance vocabulary (``fts5vocab``) and counts the statistics
+over the user's live rows, as PostgreSQL's statement does (``postgresql.py``).
 """
 
 from __future__ import annotations
+
+import json
+import unicodedata
 
 from .query import ParsedQuery, any_terms
 from .tables import OBSERVATION_TABLE
@@ -48,19 +58,56 @@ SQLITE_REBUILD = (
     f"""INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id)
         SELECT title, coalesce(topic_key, ''), content, 'u' || hex(user_id), id FROM {OBSERVATION_TABLE}""",
 )
+
+# The index's instance vocabulary: one row per occurrence of a term (term, doc = the FTS5 rowid,
+# col, offset), what the ranked statement reads each row's term frequencies from. A table of the
+# connection's temp schema, created by the connection's first search (``index.index_ensure``):
+# it stores nothing (it reads the FTS5 index), so the database file gains no object and needs no
+# migration; a creation rolled back with its transaction is made again by the next search.
+SQLITE_TERMS = "ilab_memory_search_terms"
+SQLITE_CREATE_TERMS = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SQLITE_TERMS} USING fts5vocab(main, {SQLITE_TABLE}, instance)"
+)
+
+
 def sqlite_triggers_present(connection) -> bool:
+    return sqlite_index_state(connection)[0]
+
+
+def sqlite_index_state(connection) -> tuple[bool, bool]:
+    """Whether the three triggers exist, and whether this connection has its terms table: one query."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)",
-            [OBSERVATION_TABLE, *SQLITE_TRIGGERS],
+        cursor.execute(  # raw: the schema tables have no model
+            "SELECT (SELECT count(*) FROM sqlite_master"
+            "        WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)),"
+            "       (SELECT count(*) FROM sqlite_temp_master WHERE name = %s)",
+            [OBSERVATION_TABLE, *SQLITE_TRIGGERS, SQLITE_TERMS],
         )
-        return cursor.fetchone()[0] == len(SQLITE_TRIGGERS)
+        triggers, terms = cursor.fetchone()
+        return triggers == len(SQLITE_TRIGGERS), terms == 1
 
 
 # -- the query -----------------------------------------------------------------------------
 
-# Field weights: title > topic_key > content, the same ratios as PostgreSQL's PG_RANK_WEIGHTS.
-SQLITE_BM25_WEIGHTS = (10.0, 4.0, 1.0, 0.0, 0.0)  # title, topic_key, content, owner, observation_id
+# Field weights per occurrence: title > topic_key > content, the same ratios as PostgreSQL's
+# PG_RANK_WEIGHTS. The owner and observation_id columns weigh nothing.
+SQLITE_FIELD_WEIGHTS = {"title": 10.0, "topic_key": 4.0, "content": 1.0}
+# bm25's saturation of term frequency and its length normalisation: FTS5's own values.
+BM25_K1, BM25_B = 1.2, 0.75
+# The weighted frequency of an alternative the vocabulary cannot count (``fts5_reads_as_is``):
+# one occurrence in the content.
+UNCOUNTED_FREQUENCY = 1.0
+
+# Letters FTS5's unicode61 tokenizer reads otherwise than ``query.fold`` leaves them: ſ and
+# Greek variant forms it folds further (ſ → s, ς → σ, ϐ → β, …), and New Tai Lue and Vedic
+# signs that its tables (an older Unicode) hold as marks. Checked against SQLite's own tokenizer
+# over every code point in tests/test_search_statistics.py.
+_FTS5_REREADS = frozenset(
+    "\u017f\u1e9b\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5\u1cf2\u1cf3"
+    + "".join(map(chr, range(0x19B0, 0x19CA)))
+)
+# Every term that starts with a prefix sorts between the prefix and the prefix + U+10FFFF.
+_LAST_CHARACTER = "\U0010ffff"
 
 
 def fts5_phrase(term: tuple[str, ...]) -> str:
@@ -70,30 +117,163 @@ def fts5_phrase(term: tuple[str, ...]) -> str:
     return '"' + " ".join(term) + '"'
 
 
-def match_queries(parsed: ParsedQuery, user_id: str) -> tuple[str, str]:
-    """The MATCH expressions for all terms and for any term, both scoped to the user's entries."""
-    owner = "u" + user_id.encode("utf-8").hex()
-    all_query = " AND ".join(fts5_phrase(t) for t in parsed.terms)
-    any_query = " OR ".join(fts5_phrase(t) for t in any_terms(parsed))
-    return f'owner : "{owner}" AND ({all_query})', f'owner : "{owner}" AND ({any_query})'
+def fts5_reads_as_is(token: str) -> bool:
+    """Whether FTS5's tokenizer reads this folded token as itself, so that the index holds it
+    under this very term. Letters and digits, but a few: symbols and combining marks that
+    ``query.fold`` keeps (those outside U+0300–U+036F) split FTS5's tokens."""
+    if token.isascii():
+        return token.isalnum()
+    return all(unicodedata.category(ch)[0] in "LN" and ch not in _FTS5_REREADS for ch in token)
 
 
-_SELECT_COLUMNS = ("o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, "
-                   "substr(o.content, 1, %s) AS content_head")
+def owner_match(user_id: str, expression: str) -> str:
+    """A MATCH expression scoped to the user's entries (the owner column holds the user as one hex token)."""
+    return f'owner : "u{user_id.encode("utf-8").hex()}" AND ({expression})'
 
 
-def ranked_sql(type_filter: bool, in_scopes: str) -> str:
-    """The ranked statement; its parameters: head, all-terms and any-term MATCH, user_id,
-    the scopes of ``in_scopes`` (``Reach.sql``), [type], count."""
-    weights = ", ".join(str(w) for w in SQLITE_BM25_WEIGHTS)
-    return f"""
-        SELECT {_SELECT_COLUMNS},
-               -bm25({SQLITE_TABLE}, {weights}) AS relevance,
-               {SQLITE_TABLE}.rowid IN (
-                   SELECT rowid FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s
-               ) AS all_terms
-        FROM {SQLITE_TABLE} JOIN {OBSERVATION_TABLE} o ON o.id = {SQLITE_TABLE}.observation_id
-        WHERE {SQLITE_TABLE} MATCH %s AND o.user_id = %s AND o.deleted_at IS NULL{in_scopes}
-              {"AND o.type = %s" if type_filter else ""}
-        ORDER BY all_terms DESC, relevance DESC, o.updated_at DESC, o.id
-        LIMIT %s"""
+def _weight(column: str) -> str:
+    cases = " ".join(f"WHEN '{name}' THEN {weight}" for name, weight in SQLITE_FIELD_WEIGHTS.items())
+    return f"CASE {column} {cases} ELSE 0.0 END"
+
+
+def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
+                     head: int, count: int) -> tuple[str, list]:
+    """The ranked statement and its parameters: the user's best ``count`` live rows in reach
+    (``in_scopes`` and ``scopes``, from ``Reach.sql``) that hold any alternative of the query,
+    with ``content_head``, ``relevance``, ``all_terms`` and ``coverage``.
+
+    Raw SQL: Django has no expression for an FTS5 MATCH or the index's vocabulary. The text
+    depends on the query's alternatives (a column each), the values never: they are parameters.
+    """
+    alternatives = any_terms(parsed)
+    terms = len(parsed.terms)  # the first alternatives are the query's terms (``any_terms``)
+    words, phrases, uncounted = {}, [], []  # how each alternative's frequency is read
+    for i, alternative in enumerate(alternatives):
+        prefix = alternative[-1:] == ("*",)
+        tokens = alternative[:-1] if prefix else alternative
+        if not all(map(fts5_reads_as_is, tokens)) or (prefix and len(tokens) > 1):
+            uncounted.append([i, owner_match(user_id, fts5_phrase(alternative))])
+        elif len(tokens) == 1:  # a word, or a prefix: the range of terms it stands for
+            words[i] = (tokens[0], tokens[0] + _LAST_CHARACTER if prefix else tokens[0])
+        else:
+            phrases += [[i, k, len(tokens), token] for k, token in enumerate(tokens)]
+
+    def frequency_columns(values: dict) -> tuple[str, list]:
+        """``f0 … fn`` in one branch: SQL and parameters for the alternatives it counts, NULL elsewhere."""
+        sql, params = [], []
+        for i in range(len(alternatives)):
+            value, value_params = values.get(i, ("NULL", []))
+            sql.append(f"{value} AS f{i}")
+            params += value_params
+        return ", ".join(sql), params
+
+    # The JSON parameters are unpacked once into plain columns (``inputs``): a json_extract()
+    # in a join's condition would run again for every occurrence the vocabulary returns.
+    inputs, input_params, branches, branch_params = [], [], [], []
+    if words:
+        # Each range of terms is read once: a prefix's range holds the word's own ("servic*", "service").
+        ranges = sorted({r for r in words.values()
+                         if not any(o != r and o[0] <= r[0] and r[1] <= o[1] for o in words.values())})
+        inputs.append("word_ranges AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS low,"
+                      " json_extract(value, '$[1]') AS high FROM json_each(%s))")
+        input_params.append(json.dumps(ranges))
+        columns, params = frequency_columns({
+            i: (f"CASE WHEN v.term = %s THEN {_weight('v.col')} END", [low]) if low == high else
+               (_weight("v.col"), []) if [(low, high)] == ranges else  # the one range read: all of it
+               (f"CASE WHEN v.term >= %s AND v.term <= %s THEN {_weight('v.col')} END", [low, high])
+            for i, (low, high) in words.items()
+        })
+        branches.append(f"""
+                SELECT v.doc AS doc, {columns}
+                FROM word_ranges r CROSS JOIN temp.{SQLITE_TERMS} v ON v.term >= r.low AND v.term <= r.high
+                WHERE v.doc IN (SELECT doc FROM matched)""")
+        branch_params += params
+    if phrases:
+        # A phrase occurs where each of its words follows the one before in the same column.
+        inputs.append("phrase_words AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS k, json_extract(value, '$[2]') AS n,"
+                      " json_extract(value, '$[3]') AS token FROM json_each(%s))")
+        input_params.append(json.dumps(phrases))
+        columns, params = frequency_columns({i: (f"CASE WHEN i = {i} THEN w END", [])
+                                             for i in {p[0] for p in phrases}})
+        branches.append(f"""
+                SELECT doc, {columns} FROM (
+                    SELECT i, doc, max(w) AS w FROM (
+                        SELECT p.i, p.n, v.doc, v.col, v."offset" - p.k AS start, {_weight('v.col')} AS w
+                        FROM phrase_words p CROSS JOIN temp.{SQLITE_TERMS} v ON v.term = p.token
+                        WHERE v.doc IN (SELECT doc FROM matched)
+                    ) GROUP BY i, doc, col, start HAVING count(*) = max(n)
+                )""")
+        branch_params += params
+    if uncounted:
+        # FTS5 splits these tokens otherwise: its own MATCH says which rows hold them.
+        inputs.append("uncounted AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS expression FROM json_each(%s))")
+        input_params.append(json.dumps(uncounted))
+        columns, params = frequency_columns({i: (f"CASE WHEN a.i = {i} THEN {UNCOUNTED_FREQUENCY} END", [])
+                                             for i, _ in uncounted})
+        branches.append(f"""
+                SELECT s.rowid AS doc, {columns}
+                FROM uncounted a CROSS JOIN {SQLITE_TABLE} s ON s.{SQLITE_TABLE} MATCH a.expression
+                WHERE s.rowid IN (SELECT doc FROM matched)""")
+        branch_params += params
+
+    n = range(len(alternatives))
+    held = [f"r.f{i} IS NOT NULL" for i in range(terms)]
+    saturation = f"{BM25_K1} * ({1 - BM25_B} + {BM25_B} * r.length / s.average_length)"
+    relevance = " + ".join(f"coalesce(s.idf{i} * r.f{i} * {BM25_K1 + 1} / (r.f{i} + {saturation}), 0)"
+                           for i in n)
+    covered = " + ".join(f"CASE WHEN {h} THEN s.idf{i} ELSE 0 END" for i, h in enumerate(held))
+    # bm25's idf in Lucene's form (never negative), as PostgreSQL's statement computes it.
+    idf = ", ".join(f"ln(1 + (t.n - count(r.f{i}) + 0.5) / (count(r.f{i}) + 0.5)) AS idf{i}" for i in n)
+    sql = f"""
+        WITH
+        -- The user's index entries that hold any alternative (rowids only: the index answers alone).
+        matched AS MATERIALIZED (SELECT rowid AS doc FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s),
+        {"".join(f"{x},{chr(10)}        " for x in inputs)}
+        -- Per entry, each alternative's frequency weighted by field (NULL: the entry lacks it).
+        counted AS MATERIALIZED (
+            SELECT doc, {", ".join(f"sum(f{i}) AS f{i}" for i in n)}
+            FROM ({" UNION ALL ".join(branches)}
+            ) GROUP BY doc
+        ),
+        frequencies AS (
+            SELECT * FROM counted
+            UNION ALL
+            -- An entry no branch counted (a tokenizer difference not foreseen): kept, unranked.
+            SELECT doc, {", ".join("NULL" for _ in n)} FROM matched
+            WHERE (SELECT count(*) FROM counted) < (SELECT count(*) FROM matched)
+                  AND doc NOT IN (SELECT doc FROM counted)
+        ),
+        -- The live observations in reach among them, with the order's keys and a length in
+        -- characters for bm25's length normalisation.
+        rows AS MATERIALIZED (
+            SELECT o.id, o.updated_at,
+                   length(o.title) + length(coalesce(o.topic_key, '')) + length(o.content) AS length,
+                   {", ".join(f"f.f{i}" for i in n)}
+            FROM frequencies f CROSS JOIN {SQLITE_TABLE} s ON s.rowid = f.doc
+                 CROSS JOIN {OBSERVATION_TABLE} o ON o.id = s.observation_id
+            WHERE o.user_id = %s AND o.deleted_at IS NULL{in_scopes}
+                  {"AND o.type = %s" if type is not None else ""}
+        ),
+        -- The collection: every live row of the user, in every scope (as FTS5 counted its whole
+        -- index), a count the user's own index answers alone.
+        total AS (SELECT count(*) AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL),
+        statistics AS MATERIALIZED (
+            SELECT max(avg(r.length), 1) AS average_length, {idf} FROM rows r CROSS JOIN total t
+        ),
+        ranked AS (
+            SELECT r.id, r.updated_at, {relevance} AS relevance, {" AND ".join(held)} AS all_terms,
+                   ({covered}) / ({" + ".join(f"s.idf{i}" for i in range(terms))}) AS coverage
+            FROM rows r CROSS JOIN statistics s
+            ORDER BY all_terms DESC, relevance DESC, r.updated_at DESC, r.id
+            LIMIT %s
+        )
+        SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+               substr(o.content, 1, %s) AS content_head, r.relevance, r.all_terms, r.coverage
+        FROM ranked r JOIN {OBSERVATION_TABLE} o ON o.id = r.id
+        ORDER BY r.all_terms DESC, r.relevance DESC, o.updated_at DESC, o.id"""
+    any_query = owner_match(user_id, " OR ".join(fts5_phrase(t) for t in alternatives))
+    params = [any_query, *input_params, *branch_params,
+              user_id, *scopes, *([type] if type is not None else []), user_id, count, head]
+    return sql, params
