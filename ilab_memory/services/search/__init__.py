@@ -117,7 +117,8 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
         match = lexical.get(pk)
         signals = fusion.signals(
             engine=engine, relevance=float(match.relevance) if match else None,
-            all_terms=bool(match and match.all_terms), cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
+            all_terms=bool(match and match.all_terms), coverage=float(match.coverage) if match else 0.0,
+            cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
             recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
         )
         if signals.evidence:

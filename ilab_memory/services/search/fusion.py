@@ -2,13 +2,13 @@
 
 value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
 
-  lexical   ALL_TERMS_SHARE when the memory holds every term of the query, plus the rest of one
-            by its relevance: (1 − ALL_TERMS_SHARE) × relevance / (relevance + LEXICAL_HALF).
-            Relevance is the engine's own (bm25 on SQLite, idf-weighted ts_rank on PostgreSQL)
-            on one absolute scale, never divided by the query's best match, so a weak match
-            scores low whatever else the user has. Holding every term counts on its own because
-            a rare word's weight depends on the collection (in a new memory file every word is
-            rare or common by chance), while "the memory holds all you asked" does not.
+  lexical   COVERAGE_SHARE × coverage, the idf-weighted share of the query's terms the memory
+            holds (1 when it holds all), plus the rest of one by its relevance:
+            (1 − COVERAGE_SHARE) × relevance / (relevance + LEXICAL_HALF). Relevance is the
+            engine's own (bm25 on SQLite, idf-weighted ts_rank on PostgreSQL, both with the
+            user's own collection statistics) on one absolute scale, never divided by the query's
+            best match, so a weak match scores low whatever else the user has. Coverage counts on
+            its own because "the memory holds what you asked" does not saturate with repeats.
   semantic  standing / STANDING_SPAN, within [0, 1]: ``standing`` is how many standard deviations
             the memory's cosine lies above the query's pool (its POOL_SIZE nearest memories and
             one imagined unrelated memory). e5's raw cosines crowd into a narrow band whose place
@@ -20,7 +20,9 @@ The value lies in [0, 1] and means the same for every query of one configuration
 is ``lexical × recency``): 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
 with evidence: a word of the query (not one of a question's function words, see
-``query.any_terms``), or a cosine above the pool's mean. docs/search.md shows how the constants were chosen and what was tried.
+``query.any_terms``), or a cosine above the pool's mean (and, when no memory holds a word of
+the query, above the user's null: ``calibration``). A memory without a vector yet is valued
+by its words alone, ``lexical × recency``. docs/search.md shows how the constants were chosen and what was tried.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ...types import SearchScore
 
 LEXICAL_WEIGHT = 0.6
 SEMANTIC_WEIGHT = 0.7
-ALL_TERMS_SHARE = 0.5
+COVERAGE_SHARE = 0.5
 # Relevance at which its part of ``lexical`` is half full, per engine: bm25 sums idf × a saturated term
 # frequency; PostgreSQL's ts_rank is a fraction of one per term.
 LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
@@ -67,6 +69,7 @@ class CosinePool(NamedTuple):
 class Signals(NamedTuple):
     relevance: float | None
     all_terms: bool
+    coverage: float
     lexical: float
     cosine: float | None
     standing: float | None
@@ -79,7 +82,7 @@ class Signals(NamedTuple):
     def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str) -> SearchScore:
         breakdown = {
             "engine": engine, "mode": mode, "terms": terms, "relevance": self.relevance,
-            "all_terms": self.all_terms, "lexical": self.lexical, "recency": self.recency, "scope": scope,
+            "all_terms": self.all_terms, "coverage": self.coverage, "lexical": self.lexical, "recency": self.recency, "scope": scope,
         }
         if model_id is not None:
             breakdown.update(
@@ -89,25 +92,25 @@ class Signals(NamedTuple):
         return SearchScore(value=self.value, breakdown=breakdown)
 
 
-def signals(*, engine: str, relevance: float | None, all_terms: bool, cosine: float | None,
+def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: float, cosine: float | None,
             pool: CosinePool | None, recency: float, threshold: float | None = None) -> Signals:
     """One candidate's signals: ``relevance`` None when no word matched, ``all_terms`` whether
-    every term did, ``cosine`` None without a vector (yet), ``pool`` None when the query has no
+    every term did, ``coverage`` the idf-weighted share of the terms it holds (1 with all), ``cosine`` None without a vector (yet), ``pool`` None when the query has no
     vector (words only: the value is then ``lexical × recency``). ``threshold``: the cosine a
     result with no word of the query must pass besides standing out (None: standing out is enough)."""
     relevance = max(relevance, 0.0) if relevance is not None else None
     lexical = 0.0
     if relevance is not None:
-        lexical = ALL_TERMS_SHARE * all_terms + (1 - ALL_TERMS_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
+        lexical = COVERAGE_SHARE * coverage + (1 - COVERAGE_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
     words = relevance is not None
     if pool is None:
-        return Signals(relevance, all_terms, lexical, None, None, 0.0, recency, lexical * recency, words)
+        return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
     if cosine is None:
         # No vector yet (a backlog): ranked by its words alone, on the scale of words-only search,
         # never below a worse match that happens to have a vector.
-        return Signals(relevance, all_terms, lexical, None, None, lexical, recency, lexical * recency, words, False)
+        return Signals(relevance, all_terms, coverage, lexical, None, None, lexical, recency, lexical * recency, words, False)
     standing = pool.standing(cosine)
     semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
     value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
     stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
-    return Signals(relevance, all_terms, lexical, cosine, standing, semantic, recency, value, words or stands_out)
+    return Signals(relevance, all_terms, coverage, lexical, cosine, standing, semantic, recency, value, words or stands_out)
