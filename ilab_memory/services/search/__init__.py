@@ -86,7 +86,7 @@ def observation_search(
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
     meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=lexical,
-                               words_found=bool(rows), config=config, using=using)
+                               words_found=any(row.coverage > 0 for row in rows), config=config, using=using)
     candidates = dict(lexical)
     missing = [pk for pk in meaning.cosines if pk not in candidates]
     if missing:

@@ -102,7 +102,10 @@ def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: 
     lexical = 0.0
     if relevance is not None:
         lexical = COVERAGE_SHARE * coverage + (1 - COVERAGE_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
-    words = relevance is not None
+    # A word of the query held whole is evidence. A match through the fallback's prefixes alone
+    # ("grows" finding "growth") is evidence only where nothing else can judge it: in words-only
+    # search, or for a memory whose vector has not arrived; with a vector it must also mean it.
+    words = relevance is not None and (coverage > 0 or pool is None or cosine is None)
     if pool is None:
         return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
     if cosine is None:
