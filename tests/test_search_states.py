@@ -114,3 +114,14 @@ def test_the_background_bank_is_embedded_once_per_model_and_survives_a_restart(m
     mem.mem_search("alice", "zxqv blorft")
     assert not set(questions + made) & set(RecordingEmbedder.seen)
     assert EmbedderCalibration.objects.filter(model_id=RecordingEmbedder.model_id).count() == 1
+
+
+def test_the_default_models_shipped_calibration_is_of_the_current_bank():
+    from ilab_memory.embeddings import configured_embedder
+
+    embedder = configured_embedder("default")
+    shipped = calibration._shipped(embedder.model_id, calibration.bank_digest())
+    assert shipped is not None, "background.txt changed: run calibration.write_shipped for the default model"
+    questions, made = calibration.bank()
+    assert shipped.queries.shape == (len(questions) + len(made), embedder.dimensions)
+    assert shipped.questions == len(questions) and 0 < shipped.unrelated_deviation < shipped.unrelated_cosine < 1

@@ -131,7 +131,18 @@ def embed_waiting(*, user_id: str | None = None, config: Config | None = None, u
         stored += done
         if progress is not None:
             progress(stored)
+    _measure_calibration(config=config, using=using)  # once the queue is drained: never before a vector
     return stored
+
+
+def _measure_calibration(*, config: Config, using: str) -> None:
+    """What unrelated looks like to the model (``search.calibration``), measured here, off the
+    request path, when the queue is drained (a stored one is read back; nothing to do after)."""
+    from .search import calibration  # the search package imports this module
+
+    embedder = embedder_for(config)
+    if embedder is not None:
+        calibration.calibration_for(embedder, using=using)
 
 
 def embed_batch(*, config: Config, using: str, user_id: str | None = None, size: int | None = None,

@@ -110,8 +110,10 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
     recency; on equal values the reader's own scope first."""
     now = timezone.now()
     cosines, model = meaning.cosines, meaning.calibration
-    pool = None if model is None else fusion.CosinePool.of(
-        cosines.values(), prior_cosine=model.unrelated_cosine, prior_deviation=model.unrelated_deviation)
+    pool = None
+    if meaning.model_id is not None:
+        pool = fusion.CosinePool.of(cosines.values(), prior=None if model is None else (
+            model.unrelated_cosine, model.unrelated_deviation))
     scored = []
     for pk, row in candidates.items():
         match = lexical.get(pk)

@@ -94,9 +94,12 @@ _cache: dict[tuple, Calibration] = {}
 _lock = threading.Lock()
 
 
-def calibration_for(embedder, *, using: str = "default") -> Calibration:
+def calibration_for(embedder, *, using: str = "default", measure: bool = True) -> Calibration | None:
     """The calibration of ``embedder``'s model: from this process, else the database, else
-    measured now (the bank embedded once, about 300 short texts) and stored."""
+    (``measure``) measured now and stored: the bank embedded once, about 370 short texts, a few
+    seconds of the model. Whoever embeds off the request path measures it before its first
+    batch (``services.embedding.embed_waiting``); a search does only where nothing else embeds
+    (``measure`` False otherwise: None until it is stored)."""
     import numpy as np
 
     digest = bank_digest()
@@ -109,10 +112,16 @@ def calibration_for(embedder, *, using: str = "default") -> Calibration:
         if found is not None:
             return found
         questions, made = bank()
+        found = _shipped(embedder.model_id, digest)
+        if found is not None:
+            _cache[key] = found
+            return found
         stored = EmbedderCalibration.objects.using(using).filter(model_id=embedder.model_id, bank_digest=digest).first()
         if stored is not None and stored.dimensions == embedder.dimensions:
             queries = np.frombuffer(bytes(stored.queries), dtype="<f4").reshape(-1, stored.dimensions)
             passages = None
+        elif not measure:
+            return None
         else:
             queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
             passages = np.asarray(embedder.embed_passages(questions), dtype=np.float32)
@@ -124,6 +133,44 @@ def calibration_for(embedder, *, using: str = "default") -> Calibration:
             _store(found, digest, embedder.dimensions, using=using)
         _cache[key] = found
         return found
+
+
+# The default model's calibration ships with the package (``write_shipped``, run again whenever
+# background.txt changes; a test checks the digest): its first search pays nothing.
+SHIPPED_DIR = Path(__file__).with_name("calibrations")
+
+
+def _shipped_path(model_id: str) -> Path:
+    return SHIPPED_DIR / (hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:16] + ".npz")
+
+
+def _shipped(model_id: str, digest: str) -> Calibration | None:
+    import numpy as np
+
+    path = _shipped_path(model_id)
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        if str(data["model_id"]) != model_id or str(data["bank_digest"]) != digest:
+            return None  # another bank: measured again
+        return Calibration(model_id, data["queries"].astype(np.float32), int(data["questions"]),
+                           float(data["unrelated_cosine"]), float(data["unrelated_deviation"]))
+
+
+def write_shipped(embedder) -> Path:
+    """Measure ``embedder``'s calibration and write it where the package ships it."""
+    import numpy as np
+
+    questions, made = bank()
+    queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
+    found = _measure(embedder.model_id, queries, np.asarray(embedder.embed_passages(questions), np.float32),
+                     len(questions))
+    path = _shipped_path(embedder.model_id)
+    path.parent.mkdir(exist_ok=True)
+    np.savez(path, model_id=found.model_id, bank_digest=bank_digest(), queries=found.queries,
+             questions=found.questions, unrelated_cosine=found.unrelated_cosine,
+             unrelated_deviation=found.unrelated_deviation)
+    return path
 
 
 def _store(found: Calibration, digest: str, dimensions: int, *, using: str) -> None:
@@ -154,3 +201,4 @@ def null_of(calibration: Calibration, rows) -> float:
     nearest = (calibration.queries @ rows.T).max(axis=1)
     questions, made = nearest[: calibration.questions], nearest[calibration.questions:]
     return float(max(np.quantile(questions, 1 - NULL_SHARE_QUESTIONS), np.quantile(made, 1 - NULL_SHARE_NONWORDS)))
+

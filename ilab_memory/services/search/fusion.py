@@ -53,11 +53,17 @@ class CosinePool(NamedTuple):
     deviation: float
 
     @classmethod
-    def of(cls, cosines, *, prior_cosine: float, prior_deviation: float) -> "CosinePool":
+    def of(cls, cosines, *, prior: tuple[float, float] | None) -> "CosinePool":
+        """The pool of ``cosines``' POOL_SIZE largest and the imagined memory ``prior`` (its
+        cosine and deviation; None while the model's is not measured: the nearest alone)."""
         nearest = sorted(cosines, reverse=True)[:POOL_SIZE]
-        n = len(nearest) + PRIOR_WEIGHT
-        mean = (sum(nearest) + PRIOR_WEIGHT * prior_cosine) / n
-        spread = sum((c - mean) ** 2 for c in nearest) + PRIOR_WEIGHT * (prior_deviation**2 + (prior_cosine - mean) ** 2)
+        weight = 0 if prior is None else PRIOR_WEIGHT
+        prior_cosine, prior_deviation = prior or (0.0, 0.0)
+        n = len(nearest) + weight
+        if n == 0:
+            return cls(0.0, 0.0)
+        mean = (sum(nearest) + weight * prior_cosine) / n
+        spread = sum((c - mean) ** 2 for c in nearest) + weight * (prior_deviation**2 + (prior_cosine - mean) ** 2)
         return cls(mean, math.sqrt(spread / n))
 
     def standing(self, cosine: float | None) -> float | None:

@@ -24,7 +24,7 @@ class Meaning(NamedTuple):
 
     cosines: dict
     model_id: str | None = None
-    calibration: calibration.Calibration | None = None
+    calibration: calibration.Calibration | None = None  # None: not measured yet
     threshold: float | None = None
 
 
@@ -42,13 +42,19 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
         return WORDS_ONLY
     try:
         vector = embedder.embed_query(redact(query).text)  # a query's private block stays with the caller
-        model = calibration.calibration_for(embedder, using=using)
+        # Where a runner embeds off the request path, it measures the calibration; a search
+        # measures it only where nothing else embeds (no runner: searches and the command).
+        model = calibration.calibration_for(embedder, using=using, measure=embedding.runner_for(config) is None)
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)
         return WORDS_ONLY
     found = dict(model_id=embedder.model_id, calibration=model)
     threshold = None
-    if not words_found:
+    if model is None:
+        # Not measured yet (the first moments of a new model): what unrelated looks like is not
+        # known, so a query that shares no word finds nothing by meaning.
+        threshold = None if words_found else float("inf")
+    elif not words_found:
         threshold = vectors.derived_from_rows(
             user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions,
             using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
