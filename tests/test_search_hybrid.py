@@ -68,7 +68,8 @@ def test_values_compare_across_queries(mem, alice):
     strong = mem.mem_search("alice", "Postgres connection pool pgbouncer")[0]
     weak = mem.mem_search("alice", "a cake shaped like a swimming pool")[0]
     assert strong.title == weak.title == "Postgres connection pool"
-    assert weak.score.breakdown["mode"] == "any" and strong.score.value > weak.score.value + 0.4
+    # 0.35: PostgreSQL's ts_rank fills less of the lexical half than bm25 (0.81 against 0.43 there).
+    assert weak.score.breakdown["mode"] == "any" and strong.score.value > weak.score.value + 0.35
 
 
 def test_another_users_memories_never_appear(mem, alice):

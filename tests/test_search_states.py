@@ -125,3 +125,19 @@ def test_the_default_models_shipped_calibration_is_of_the_current_bank():
     questions, made = calibration.bank()
     assert shipped.queries.shape == (len(questions) + len(made), embedder.dimensions)
     assert shipped.questions == len(questions) and 0 < shipped.unrelated_deviation < shipped.unrelated_cosine < 1
+
+
+def test_whoever_embeds_measures_the_calibration_once_its_queue_is_drained(mem, settings):
+    from ilab_memory.conf import get_config
+    from ilab_memory.services.embedding import embed_waiting
+    from tests.embedders import RecordingEmbedder
+
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "celery"}
+    calibration.forget_cache()
+    mem.mem_save("alice", "Tomato plants", "Water the balcony tomatoes every second day.")
+    assert not EmbedderCalibration.objects.filter(model_id=RecordingEmbedder.model_id).exists()
+    # A search where a runner embeds does not measure it: nothing by meaning for a word-less query.
+    assert mem.mem_search("alice", "zxqv blorft") == []
+    assert not EmbedderCalibration.objects.filter(model_id=RecordingEmbedder.model_id).exists()
+    assert embed_waiting(config=get_config()) == 1
+    assert EmbedderCalibration.objects.filter(model_id=RecordingEmbedder.model_id).count() == 1

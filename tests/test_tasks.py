@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from ilab_memory.conf import get_config
-from ilab_memory.models import EmbedderCalibration, Observation, ObservationVector
+from ilab_memory.models import Observation, ObservationVector
 from ilab_memory.services.embedding import embedder_for
 from project.celery import app as celery_app
 from tests.celery_worker import (
@@ -119,10 +119,7 @@ def test_a_save_is_embedded_by_a_worker_and_then_found_by_meaning(tmem, settings
     assert stored.dimensions == 384 and len(stored.vector) == 384 * 4
     assert stored.claimed_until is None and stored.embedded_at is not None
 
-    # Once its queue is drained the worker measures what unrelated looks like to the model; until
-    # then a query sharing no word with any memory finds nothing by meaning alone.
-    wait_for(lambda: EmbedderCalibration.objects.filter(model_id=model_id).exists(), timeout=EMBED_TIMEOUT,
-             what="the worker to store the model's calibration", check=worker.check_alive)
+    # The default model's calibration ships with the package: no wait for a worker to measure it.
     results = tmem.mem_search("alice", "how do we deploy safely?")  # no word in common
     assert results and results[0].id == saved.id
     breakdown = results[0].score.breakdown
