@@ -395,7 +395,7 @@ def print_level(report: dict) -> None:
 def compare(first: str, second: str, system: str = "ours") -> int:
     """Two runs' JSON, question by question: each metric of ``system`` in each level and phase
     both hold, and the share of nonsense and unrelated queries returning nothing."""
-    from benchmarks.nonsense import LETTER_KINDS
+    from benchmarks.nonsense import empty_by_group
     from benchmarks.stats import describe, paired
 
     a, b = (json.loads(Path(p).read_text()) for p in (first, second))
@@ -423,12 +423,7 @@ def compare(first: str, second: str, system: str = "ours") -> int:
         na = ra.get("nonsense", {}).get("records", {}).get(system)
         nb = rb.get("nonsense", {}).get("records", {}).get(system)
         if na and nb:
-            groups: dict[str, tuple[dict, dict]] = {"all": ({}, {}), "letters": ({}, {}), "unrelated": ({}, {})}
-            for records, side in ((na, 0), (nb, 1)):
-                for r in records:
-                    for group in ("all", "letters" if r["kind"] in LETTER_KINDS else "unrelated"):
-                        groups[group][side][f"{r['user_id']}\0{r['query']}"] = float(r["results"] == 0)
-            for group, (ea, eb) in groups.items():
+            for group, (ea, eb) in empty_by_group(na, nb, with_kinds=False).items():
                 result = paired(ea, eb)
                 if result["n"]:
                     print(f"{ra['level']} nonsense ({group}) returned [] {result['first']:.0%} vs {result['second']:.0%} "

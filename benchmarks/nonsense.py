@@ -165,3 +165,15 @@ def print_summary(summaries: dict[str, dict], title: str) -> None:
         print(f"{kind[:22]:22}{first[kind]['asked']:6d}{cells}")
     print("([]: share returning nothing; mean n: results of the others; >2: others with more than 2 results; "
           "meaning: of their results, found by meaning only)")
+
+
+def empty_by_group(first: list[dict], second: list[dict], *, with_kinds: bool) -> dict[str, tuple[dict, dict]]:
+    """Two runs' records as {group: ({user and query: 1 if it returned []}, the same of the
+    second run)}: every query, letter strings, unrelated questions, and (``with_kinds``) each kind."""
+    groups: dict[str, tuple[dict, dict]] = {}
+    for records, side in ((first, 0), (second, 1)):
+        for r in records:
+            family = "all letters" if r["kind"] in LETTER_KINDS else "all unrelated"
+            for group in ("all", family, *((r["kind"],) if with_kinds else ())):
+                groups.setdefault(group, ({}, {}))[side][f"{r['user_id']}\0{r['query']}"] = float(r["results"] == 0)
+    return groups

