@@ -16,3 +16,6 @@ ILAB_MEMORY = {
 }
 
 ROOT_URLCONF = "client_test_urls"
+
+# Requests acting for another user_id are logged at INFO by the demo; the tests make hundreds.
+LOGGING = {**LOGGING, "loggers": {"ilab_memory.access": {"handlers": ["console"], "level": "WARNING"}}}  # noqa: F405

@@ -1,17 +1,17 @@
 // The TypeScript types of the API, generated from its own OpenAPI schema.
 //
-//   node scripts/schema.mjs write   regenerate src/schema.ts from the Django project's schema
-//   node scripts/schema.mjs check   fail when src/schema.ts differs from what the schema generates
+//   node --import tsx scripts/schema.ts write   regenerate src/schema.ts from the Django project's schema
+//   node --import tsx scripts/schema.ts check   fail when src/schema.ts differs from what the schema generates
 //
 // The schema comes from `manage.py spectacular` in the repository this package lives in, run
-// with its virtualenv (../../.venv, made by `python3 -m project test --co -q` at the root).
-// The tests also compare the committed file with the running demo's /api/memory/schema/.
+// with its virtualenv (../../.venv, made by `python3 -m project test --co -q` at the root);
+// test/schema.test.ts makes the same check, so `npm test` fails on a stale file too.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import openapiTS, { astToString } from "openapi-typescript";
+import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 
 export const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 export const REPO_ROOT = join(PACKAGE_DIR, "..", "..");
@@ -26,14 +26,14 @@ const HEADER = `/**
 `;
 
 /** The TypeScript source openapi-typescript makes of an OpenAPI document (an object or a URL). */
-export async function typesFrom(schema) {
+export async function typesFrom(schema: OpenAPI3): Promise<string> {
   // defaultNonNullable off: a body field with a default (an observation's `type`) stays optional.
   const ast = await openapiTS(schema, { silent: true, defaultNonNullable: false });
   return HEADER + astToString(ast);
 }
 
 /** The project's OpenAPI document, as `manage.py spectacular` writes it. */
-export function projectSchema() {
+export function projectSchema(): OpenAPI3 {
   if (!existsSync(PYTHON)) {
     throw new Error(`No Python virtualenv at ${PYTHON}: run \`python3 -m project test --co -q\` at the repository root.`);
   }
@@ -50,7 +50,7 @@ export function projectSchema() {
   }
 }
 
-async function main(command) {
+async function main(command: string | undefined): Promise<void> {
   const generated = await typesFrom(projectSchema());
   if (command === "write") {
     writeFileSync(SCHEMA_TS, generated);
@@ -62,7 +62,7 @@ async function main(command) {
     }
     console.log("src/schema.ts matches the API's schema.");
   } else {
-    console.error("usage: node scripts/schema.mjs write|check");
+    console.error("usage: node --import tsx scripts/schema.ts write|check");
     process.exit(2);
   }
 }

@@ -1,0 +1,44 @@
+// The README's worked example is examples/quickstart.ts, word for word, and it runs against the
+// demo site as the README says.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+import { type DemoSite, demoSite } from "./demo-site.js";
+
+const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
+const EXAMPLE = "examples/quickstart.ts";
+let site: DemoSite;
+
+before(async () => {
+  site = await demoSite();
+});
+after(() => site.stop());
+
+test("the README shows examples/quickstart.ts as it is", () => {
+  const readme = readFileSync(`${PACKAGE_DIR}README.md`, "utf8");
+  const shown = readme.match(/<!-- example: (\S+) -->\n```ts\n([\s\S]*?)```\n/);
+  assert.ok(shown, "the README has no marked example");
+  assert.equal(shown[1], EXAMPLE);
+  assert.equal(shown[2], readFileSync(`${PACKAGE_DIR}${EXAMPLE}`, "utf8"));
+});
+
+test("the example runs against the demo site with a plain account's token", async () => {
+  // The package imports itself by name: the condition resolves it to src/ (no build needed).
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--conditions=ilab-memory-source", "--import", "tsx", EXAMPLE],
+    { cwd: PACKAGE_DIR, env: { ...process.env, ILAB_MEMORY_API: site.apiUrl, ILAB_MEMORY_TOKEN: site.agent.token } },
+  );
+  const lines = stdout.trim().split("\n");
+  assert.match(lines[0]!, /^session [0-9a-f-]{36}: \d+ memories in context$/);
+  assert.deepEqual(lines.slice(1), [
+    "created: SQLite stays for embedded mode. DB password: [REDACTED]",
+    "found: Use PostgreSQL in production",
+    "listed: Use PostgreSQL in production",
+    "refused: 400 max_length on title",
+  ]);
+});
