@@ -5,10 +5,10 @@ vectors, and no model loads), an account bound to one scope, and the API mounted
 under another prefix.
 """
 
-from project.settings import *  # noqa: F403
+from project.settings import *
 
 ILAB_MEMORY = {
-    **ILAB_MEMORY,  # noqa: F405
+    **ILAB_MEMORY,
     "EMBEDDER": None,
     "EMBEDDING_MODE": "inline",
     # An account prepare_site.py adds, bound so the tests meet a 403 scope_bound.
@@ -18,4 +18,4 @@ ILAB_MEMORY = {
 ROOT_URLCONF = "client_test_urls"
 
 # Requests acting for another user_id are logged at INFO by the demo; the tests make hundreds.
-LOGGING = {**LOGGING, "loggers": {"ilab_memory.access": {"handlers": ["console"], "level": "WARNING"}}}  # noqa: F405
+LOGGING = {**LOGGING, "loggers": {"ilab_memory.access": {"handlers": ["console"], "level": "WARNING"}}}

@@ -14,8 +14,8 @@ import django
 
 django.setup()
 
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 SITE_ACCOUNTS = {"agent": "agent", "backend": "agent-backend", "supportBot": "support-bot"}
 
