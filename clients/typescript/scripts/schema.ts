@@ -7,15 +7,14 @@
 // with its virtualenv (../../.venv, made by `python3 -m project test --co -q` at the root);
 // test/schema.test.ts makes the same check, so `npm test` fails on a stale file too.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 
-export const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
-export const REPO_ROOT = join(PACKAGE_DIR, "..", "..");
-export const PYTHON = join(REPO_ROOT, ".venv", "bin", "python");
+import { PACKAGE_DIR, projectPython, REPO_ROOT } from "./project.js";
+
 export const SCHEMA_TS = join(PACKAGE_DIR, "src", "schema.ts");
 
 const HEADER = `/**
@@ -34,13 +33,11 @@ export async function typesFrom(schema: OpenAPI3): Promise<string> {
 
 /** The project's OpenAPI document, as `manage.py spectacular` writes it. */
 export function projectSchema(): OpenAPI3 {
-  if (!existsSync(PYTHON)) {
-    throw new Error(`No Python virtualenv at ${PYTHON}: run \`python3 -m project test --co -q\` at the repository root.`);
-  }
+  const python = projectPython();
   const dir = mkdtempSync(join(tmpdir(), "ilab-memory-schema-"));
   try {
     const file = join(dir, "schema.json");
-    execFileSync(PYTHON, ["manage.py", "spectacular", "--format", "openapi-json", "--file", file], {
+    execFileSync(python, ["manage.py", "spectacular", "--format", "openapi-json", "--file", file], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "inherit", "inherit"],
     });

@@ -7,19 +7,19 @@
  * and passes it to them in ILAB_MEMORY_DEMO_SITE; a test file run on its own starts its own.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
-const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
-const REPO_ROOT = join(PACKAGE_DIR, "..", "..");
-const PYTHON = join(REPO_ROOT, ".venv", "bin", "python");
+import { PACKAGE_DIR, projectPython, REPO_ROOT } from "../scripts/project.js";
+
 const SITE_DIR = join(PACKAGE_DIR, "test", "site");
 const SHARED = "ILAB_MEMORY_DEMO_SITE";
 const START_SECONDS = 60;
+const STOP_SECONDS = 10;
 
 export interface Account {
   token: string;
@@ -58,14 +58,12 @@ export async function demoSite(): Promise<DemoSite> {
 
 /** A new demo site on a free port; `stop()` ends the server and deletes its database. */
 export async function startDemoSite(): Promise<DemoSite> {
-  if (!existsSync(PYTHON)) {
-    throw new Error(`No Python virtualenv at ${PYTHON}: run \`python3 -m project test --co -q\` at the repository root.`);
-  }
+  const python = projectPython();
   const dir = mkdtempSync(join(tmpdir(), "ilab-memory-ts-"));
   const env = {
     ...process.env,
     DJANGO_SETTINGS_MODULE: "client_test_settings",
-    PYTHONPATH: [SITE_DIR, REPO_ROOT].join(":"),
+    PYTHONPATH: [SITE_DIR, REPO_ROOT].join(delimiter),
     ILAB_MEMORY_DEMO_DB: join(dir, "db.sqlite3"),
     DJANGO_DEBUG: "0",
   };
@@ -74,16 +72,19 @@ export async function startDemoSite(): Promise<DemoSite> {
     if (server && server.exitCode === null && server.signalCode === null) {
       const exited = new Promise((resolve) => server!.once("exit", resolve));
       server.kill("SIGTERM");
+      // uvicorn finishes the requests in flight first; one that never ends must not hang the run.
+      const killer = setTimeout(() => server!.kill("SIGKILL"), STOP_SECONDS * 1000);
       await exited;
+      clearTimeout(killer);
     }
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const prepared = await promisify(execFile)(PYTHON, [join(SITE_DIR, "prepare_site.py")], { cwd: REPO_ROOT, env });
+    const prepared = await promisify(execFile)(python, [join(SITE_DIR, "prepare_site.py")], { cwd: REPO_ROOT, env });
     const accounts = JSON.parse(prepared.stdout.trim().split("\n").at(-1)!) as Omit<SiteInfo, "url">;
     const port = await freePort();
     server = spawn(
-      PYTHON,
+      python,
       ["-m", "uvicorn", "project.asgi:application", "--host", "127.0.0.1", "--port", String(port), "--log-level", "warning"],
       { cwd: REPO_ROOT, env, stdio: ["ignore", "inherit", "pipe"] },
     );

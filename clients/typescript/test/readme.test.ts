@@ -4,12 +4,11 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
+import { PACKAGE_DIR } from "../scripts/project.js";
 import { type DemoSite, demoSite } from "./demo-site.js";
 
-const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const EXAMPLE = "examples/quickstart.ts";
 let site: DemoSite;
 
