@@ -47,6 +47,11 @@ export type UpdateInput = Body<"observations_partial_update">;
 export type ImportOptions = Omit<Body<"import_create">, "data">;
 export type ForgetInput = Body<"forget_create">;
 
+/** Per call: an `AbortSignal` that cancels the request (a search typed over, a page left). */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 export interface MemoryClientOptions {
   /** Where the API is mounted, e.g. `https://example.com/api/memory/`. */
   baseUrl: string;
@@ -71,7 +76,8 @@ const SCHEMA_PREFIX = "/api/memory/";
  *
  * Every method resolves to the API's answer or rejects with a {@link MemoryApiError}. Scopes and
  * `user_id` are the API's own parameters: reads take `scope` as one scope, `"*"` or a list;
- * writes take one scope in the body. List endpoints that page are async iterators.
+ * writes take one scope in the body. List endpoints that page are async iterators. Every method
+ * takes a last, optional {@link CallOptions} (`{ signal }`).
  */
 export class MemoryClient {
   private readonly http;
@@ -93,33 +99,36 @@ export class MemoryClient {
   // ------------------------------------------------------------------------------ sessions
 
   /** Start the user's session, or reuse the active one (call it whenever the user shows up). */
-  async start(input: StartInput = {}): Promise<SessionStart> {
-    return answer(await this.http.POST("/api/memory/sessions/start/", { body: this.body(input) }));
+  async start(input: StartInput = {}, call: CallOptions = {}): Promise<SessionStart> {
+    return answer(await this.http.POST("/api/memory/sessions/start/", { body: this.body(input), signal: call.signal }));
   }
 
   /** Store a narrative summary on the active session without closing it. */
-  async summary(summary: string, options: SummaryOptions = {}): Promise<SessionRecord> {
+  async summary(summary: string, options: SummaryOptions = {}, call: CallOptions = {}): Promise<SessionRecord> {
     const body = this.body({ ...options, summary });
-    return answer(await this.http.POST("/api/memory/sessions/summary/", { body }));
+    return answer(await this.http.POST("/api/memory/sessions/summary/", { body, signal: call.signal }));
   }
 
   /** Close the active session now (a 404 `no_active_session` when there is none). */
-  async end(input: EndInput = {}): Promise<SessionRecord> {
-    return answer(await this.http.POST("/api/memory/sessions/end/", { body: this.body(input) }));
+  async end(input: EndInput = {}, call: CallOptions = {}): Promise<SessionRecord> {
+    return answer(await this.http.POST("/api/memory/sessions/end/", { body: this.body(input), signal: call.signal }));
   }
 
   /** One session. */
-  async session(id: string, options: ReadByIdOptions = {}): Promise<SessionRecord> {
+  async session(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<SessionRecord> {
     const params = { path: { id }, query: this.query(options) };
-    return answer(await this.http.GET("/api/memory/sessions/{id}/", { params }));
+    return answer(await this.http.GET("/api/memory/sessions/{id}/", { params, signal: call.signal }));
   }
 
   /** The user's sessions, newest started first, fetched page by page as the loop asks. */
-  async *sessions(options: SessionListOptions = {}): AsyncGenerator<SessionRecord, void, undefined> {
+  async *sessions(
+    options: SessionListOptions = {},
+    call: CallOptions = {},
+  ): AsyncGenerator<SessionRecord, void, undefined> {
     let cursor: string | undefined;
     do {
       const query = { ...this.query(options), cursor };
-      const page = answer(await this.http.GET("/api/memory/sessions/", { params: { query } }));
+      const page = answer(await this.http.GET("/api/memory/sessions/", { params: { query }, signal: call.signal }));
       yield* page.results;
       cursor = nextCursor(page.next);
     } while (cursor !== undefined);
@@ -128,85 +137,93 @@ export class MemoryClient {
   // -------------------------------------------------------------------------- observations
 
   /** Save a memory: created, revised (same `topic_key`) or counted as a duplicate (`action` says which). */
-  async save(input: SaveInput): Promise<SaveResult> {
-    return answer(await this.http.POST("/api/memory/observations/", { body: this.body(input) }));
+  async save(input: SaveInput, call: CallOptions = {}): Promise<SaveResult> {
+    return answer(await this.http.POST("/api/memory/observations/", { body: this.body(input), signal: call.signal }));
   }
 
   /** One live observation, in full. */
-  async get(id: string, options: ReadByIdOptions = {}): Promise<ObservationRecord> {
+  async get(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<ObservationRecord> {
     const params = { path: { id }, query: this.query(options) };
-    return answer(await this.http.GET("/api/memory/observations/{id}/", { params }));
+    return answer(await this.http.GET("/api/memory/observations/{id}/", { params, signal: call.signal }));
   }
 
   /** The user's live observations, newest update first, as compact rows, page by page. */
-  async *observations(options: ObservationListOptions = {}): AsyncGenerator<ObservationCompact, void, undefined> {
+  async *observations(
+    options: ObservationListOptions = {},
+    call: CallOptions = {},
+  ): AsyncGenerator<ObservationCompact, void, undefined> {
     let cursor: string | undefined;
     do {
       const query = { ...this.query(options), cursor };
-      const page = answer(await this.http.GET("/api/memory/observations/", { params: { query } }));
+      const page = answer(await this.http.GET("/api/memory/observations/", { params: { query }, signal: call.signal }));
       yield* page.results;
       cursor = nextCursor(page.next);
     } while (cursor !== undefined);
   }
 
   /** Change the fields given (`topic_key: null` clears it); the previous version goes to the history. */
-  async update(id: string, input: UpdateInput): Promise<ObservationRecord> {
-    const params = { path: { id } };
-    return answer(await this.http.PATCH("/api/memory/observations/{id}/", { params, body: this.body(input) }));
+  async update(id: string, input: UpdateInput, call: CallOptions = {}): Promise<ObservationRecord> {
+    const init = { params: { path: { id } }, body: this.body(input), signal: call.signal };
+    return answer(await this.http.PATCH("/api/memory/observations/{id}/", init));
   }
 
   /** Soft delete (restorable), or erase the row, its history and its index entry with `hard: true`. */
-  async delete(id: string, options: DeleteOptions = {}): Promise<void> {
+  async delete(id: string, options: DeleteOptions = {}, call: CallOptions = {}): Promise<void> {
     const query = { ...options, user_id: options.user_id ?? this.userId };
-    answer(await this.http.DELETE("/api/memory/observations/{id}/", { params: { path: { id }, query } }));
+    const init = { params: { path: { id }, query }, signal: call.signal };
+    answer(await this.http.DELETE("/api/memory/observations/{id}/", init));
   }
 
   /** Hybrid search over the user's live observations, best first. */
-  async search(q: string, options: SearchOptions = {}): Promise<ObservationCompact[]> {
+  async search(q: string, options: SearchOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
     const query = { ...this.query(options), q };
-    return answer(await this.http.GET("/api/memory/observations/search/", { params: { query } }));
+    return answer(await this.http.GET("/api/memory/observations/search/", { params: { query }, signal: call.signal }));
   }
 
   /** The memories a session start would return, ranked by ContextScore; touches no session. */
-  async context(options: ContextOptions = {}): Promise<ObservationCompact[]> {
-    return answer(await this.http.GET("/api/memory/context/", { params: { query: this.query(options) } }));
+  async context(options: ContextOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/context/", { params, signal: call.signal }));
   }
 
   /** What the same session wrote around an observation (`before`/`after` neighbours). */
-  async timeline(id: string, options: TimelineOptions = {}): Promise<Timeline> {
+  async timeline(id: string, options: TimelineOptions = {}, call: CallOptions = {}): Promise<Timeline> {
     const params = { path: { id }, query: this.query(options) };
-    return answer(await this.http.GET("/api/memory/observations/{id}/timeline/", { params }));
+    return answer(await this.http.GET("/api/memory/observations/{id}/timeline/", { params, signal: call.signal }));
   }
 
   /** An observation's earlier versions, newest first (`[]` when it never changed). */
-  async revisions(id: string, options: ReadByIdOptions = {}): Promise<ObservationRevision[]> {
+  async revisions(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<ObservationRevision[]> {
     const params = { path: { id }, query: this.query(options) };
-    return answer(await this.http.GET("/api/memory/observations/{id}/revisions/", { params }));
+    return answer(await this.http.GET("/api/memory/observations/{id}/revisions/", { params, signal: call.signal }));
   }
 
   // ------------------------------------------------------------------------- counts, data
 
   /** Counts of sessions and memories in what the scope reads. */
-  async stats(options: StatsOptions = {}): Promise<MemoryStats> {
-    return answer(await this.http.GET("/api/memory/stats/", { params: { query: this.query(options) } }));
+  async stats(options: StatsOptions = {}, call: CallOptions = {}): Promise<MemoryStats> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/stats/", { params, signal: call.signal }));
   }
 
   /** Everything the user has (every scope unless one is named), as the versioned export document. */
-  async export(options: ExportOptions = {}): Promise<ExportDocument> {
-    return answer(await this.http.GET("/api/memory/export/", { params: { query: this.query(options) } }));
+  async export(options: ExportOptions = {}, call: CallOptions = {}): Promise<ExportDocument> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/export/", { params, signal: call.signal }));
   }
 
   /** Add the rows of an export document the user lacks (importing twice adds nothing). */
-  async import(data: ExportDocument, options: ImportOptions = {}): Promise<Counts> {
-    return answer(await this.http.POST("/api/memory/import/", { body: this.body({ ...options, data }) }));
+  async import(data: ExportDocument, options: ImportOptions = {}, call: CallOptions = {}): Promise<Counts> {
+    const body = this.body({ ...options, data });
+    return answer(await this.http.POST("/api/memory/import/", { body, signal: call.signal }));
   }
 
   /**
    * Erase the user's sessions, observations and revisions (or one scope's), in one transaction.
    * `confirm` must repeat the user_id being erased, or nothing is erased (400 `confirmation_mismatch`).
    */
-  async forget(input: ForgetInput): Promise<Counts> {
-    return answer(await this.http.POST("/api/memory/forget/", { body: this.body(input) }));
+  async forget(input: ForgetInput, call: CallOptions = {}): Promise<Counts> {
+    return answer(await this.http.POST("/api/memory/forget/", { body: this.body(input), signal: call.signal }));
   }
 
   // ------------------------------------------------------------------------------- helpers

@@ -64,6 +64,17 @@ test("sessions page to the end with their filters", async () => {
   let all = 0;
   for await (const _ of memory.sessions({ page_size: 100 })) all++;
   assert.equal(all, 6);
+  let human = 0;
+  for await (const _ of memory.sessions({ is_auto_generated: false, status: "completed" })) human++;
+  assert.equal(human, 5);
+});
+
+test("a call's signal cancels it, a page fetch included", async () => {
+  const { memory } = recording("ts-paging");
+  const controller = new AbortController();
+  controller.abort();
+  await assert.rejects(memory.search("note", {}, { signal: controller.signal }), { name: "AbortError" });
+  await assert.rejects(memory.observations({}, { signal: controller.signal }).next(), { name: "AbortError" });
 });
 
 test("a client given another mount reaches the API there, pages included", async () => {
