@@ -1,0 +1,267 @@
+import createClient from "openapi-fetch";
+
+import { MemoryApiError } from "./errors.js";
+import type { components, operations, paths } from "./schema.js";
+
+type Schemas = components["schemas"];
+type Query<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
+type Body<Op extends keyof operations> = NonNullable<operations[Op]["requestBody"]>["content"]["application/json"];
+
+export type SessionStart = Schemas["SessionStart"];
+export type SessionRecord = Schemas["SessionRecord"];
+export type ObservationRecord = Schemas["ObservationRecord"];
+export type ObservationCompact = Schemas["ObservationCompact"];
+export type ObservationRevision = Schemas["ObservationRevisionRecord"];
+export type SaveResult = Schemas["SaveResult"];
+export type Timeline = Schemas["Timeline"];
+export type MemoryStats = Schemas["MemoryStats"];
+/** The versioned document `export` answers and `import` takes (`format`, `version`, `sessions`, …). */
+export type ExportDocument = Record<string, unknown>;
+/** Rows per kind, e.g. `{ sessions: 2, observations: 5, revisions: 1, vectors: 5 }`. */
+export type Counts = Record<string, number>;
+
+/**
+ * What a read sees: one scope (that scope and the shared space), `"*"` (every scope), or a list
+ * (exactly those). Writes take one scope, a string; `""` is the user's shared space.
+ */
+export type ReadScope = string | readonly string[];
+
+/** A read's query parameters, with the scope as a string or a list. */
+type ReadOptions<Op extends keyof operations> = Omit<Query<Op>, "scope"> & { scope?: ReadScope };
+
+export type SessionListOptions = Omit<ReadOptions<"sessions_list">, "cursor">;
+export type ObservationListOptions = Omit<ReadOptions<"observations_list">, "cursor">;
+export type SearchOptions = Omit<ReadOptions<"observations_search_list">, "q">;
+export type ContextOptions = ReadOptions<"context_list">;
+export type TimelineOptions = ReadOptions<"observations_timeline_retrieve">;
+export type ReadByIdOptions = ReadOptions<"observations_retrieve">;
+export type DeleteOptions = Query<"observations_destroy">;
+export type StatsOptions = ReadOptions<"stats_retrieve">;
+export type ExportOptions = ReadOptions<"export_retrieve">;
+
+export type StartInput = Body<"sessions_start_create">;
+export type SummaryOptions = Omit<Body<"sessions_summary_create">, "summary">;
+export type EndInput = Body<"sessions_end_create">;
+export type SaveInput = Body<"observations_create">;
+export type UpdateInput = Body<"observations_partial_update">;
+export type ImportOptions = Omit<Body<"import_create">, "data">;
+export type ForgetInput = Body<"forget_create">;
+
+/** Per call: an `AbortSignal` that cancels the request (a search typed over, a page left). */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface MemoryClientOptions {
+  /** Where the API is mounted, e.g. `https://example.com/api/memory/`. */
+  baseUrl: string;
+  /** A DRF token, sent as `Authorization: Token …`. Without one, the request carries no credentials of ours. */
+  token?: string;
+  /**
+   * Act for this user_id in every call (an agent backend's service account, which needs the
+   * `ilab_memory.act_for_any_user` permission). A call's own `user_id` wins.
+   */
+  userId?: string;
+  /** The `fetch` to use (default: the global one). */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Extra headers for every request. */
+  headers?: Record<string, string>;
+}
+
+// The schema's paths carry the demo site's mount; requests to another mount are rewritten.
+const SCHEMA_PREFIX = "/api/memory/";
+
+/**
+ * The memory API over `fetch`, one method per operation, typed from the API's OpenAPI schema.
+ *
+ * Every method resolves to the API's answer or rejects with a {@link MemoryApiError}. Scopes and
+ * `user_id` are the API's own parameters: reads take `scope` as one scope, `"*"` or a list;
+ * writes take one scope in the body. List endpoints that page are async iterators. Every method
+ * takes a last, optional {@link CallOptions} (`{ signal }`).
+ */
+export class MemoryClient {
+  private readonly http;
+  private readonly userId: string | undefined;
+
+  constructor(options: MemoryClientOptions) {
+    const root = new URL(options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`);
+    const send = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+    const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
+    if (options.token !== undefined) headers.Authorization = `Token ${options.token}`;
+    this.http = createClient<paths>({
+      baseUrl: root.origin,
+      headers,
+      fetch: root.pathname === SCHEMA_PREFIX ? send : (request) => remount(request, root, send),
+    });
+    this.userId = options.userId;
+  }
+
+  // ------------------------------------------------------------------------------ sessions
+
+  /** Start the user's session, or reuse the active one (call it whenever the user shows up). */
+  async start(input: StartInput = {}, call: CallOptions = {}): Promise<SessionStart> {
+    return answer(await this.http.POST("/api/memory/sessions/start/", { body: this.body(input), signal: call.signal }));
+  }
+
+  /** Store a narrative summary on the active session without closing it. */
+  async summary(summary: string, options: SummaryOptions = {}, call: CallOptions = {}): Promise<SessionRecord> {
+    const body = this.body({ ...options, summary });
+    return answer(await this.http.POST("/api/memory/sessions/summary/", { body, signal: call.signal }));
+  }
+
+  /** Close the active session now (a 404 `no_active_session` when there is none). */
+  async end(input: EndInput = {}, call: CallOptions = {}): Promise<SessionRecord> {
+    return answer(await this.http.POST("/api/memory/sessions/end/", { body: this.body(input), signal: call.signal }));
+  }
+
+  /** One session. */
+  async session(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<SessionRecord> {
+    const params = { path: { id }, query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/sessions/{id}/", { params, signal: call.signal }));
+  }
+
+  /** The user's sessions, newest started first, fetched page by page as the loop asks. */
+  async *sessions(
+    options: SessionListOptions = {},
+    call: CallOptions = {},
+  ): AsyncGenerator<SessionRecord, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const query = { ...this.query(options), cursor };
+      const page = answer(await this.http.GET("/api/memory/sessions/", { params: { query }, signal: call.signal }));
+      yield* page.results;
+      cursor = nextCursor(page.next);
+    } while (cursor !== undefined);
+  }
+
+  // -------------------------------------------------------------------------- observations
+
+  /** Save a memory: created, revised (same `topic_key`) or counted as a duplicate (`action` says which). */
+  async save(input: SaveInput, call: CallOptions = {}): Promise<SaveResult> {
+    return answer(await this.http.POST("/api/memory/observations/", { body: this.body(input), signal: call.signal }));
+  }
+
+  /** One live observation, in full. */
+  async get(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<ObservationRecord> {
+    const params = { path: { id }, query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/observations/{id}/", { params, signal: call.signal }));
+  }
+
+  /** The user's live observations, newest update first, as compact rows, page by page. */
+  async *observations(
+    options: ObservationListOptions = {},
+    call: CallOptions = {},
+  ): AsyncGenerator<ObservationCompact, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const query = { ...this.query(options), cursor };
+      const page = answer(await this.http.GET("/api/memory/observations/", { params: { query }, signal: call.signal }));
+      yield* page.results;
+      cursor = nextCursor(page.next);
+    } while (cursor !== undefined);
+  }
+
+  /** Change the fields given (`topic_key: null` clears it); the previous version goes to the history. */
+  async update(id: string, input: UpdateInput, call: CallOptions = {}): Promise<ObservationRecord> {
+    const init = { params: { path: { id } }, body: this.body(input), signal: call.signal };
+    return answer(await this.http.PATCH("/api/memory/observations/{id}/", init));
+  }
+
+  /** Soft delete (restorable), or erase the row, its history and its index entry with `hard: true`. */
+  async delete(id: string, options: DeleteOptions = {}, call: CallOptions = {}): Promise<void> {
+    const query = { ...options, user_id: options.user_id ?? this.userId };
+    const init = { params: { path: { id }, query }, signal: call.signal };
+    answer(await this.http.DELETE("/api/memory/observations/{id}/", init));
+  }
+
+  /** Hybrid search over the user's live observations, best first. */
+  async search(q: string, options: SearchOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
+    const query = { ...this.query(options), q };
+    return answer(await this.http.GET("/api/memory/observations/search/", { params: { query }, signal: call.signal }));
+  }
+
+  /** The memories a session start would return, ranked by ContextScore; touches no session. */
+  async context(options: ContextOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/context/", { params, signal: call.signal }));
+  }
+
+  /** What the same session wrote around an observation (`before`/`after` neighbours). */
+  async timeline(id: string, options: TimelineOptions = {}, call: CallOptions = {}): Promise<Timeline> {
+    const params = { path: { id }, query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/observations/{id}/timeline/", { params, signal: call.signal }));
+  }
+
+  /** An observation's earlier versions, newest first (`[]` when it never changed). */
+  async revisions(id: string, options: ReadByIdOptions = {}, call: CallOptions = {}): Promise<ObservationRevision[]> {
+    const params = { path: { id }, query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/observations/{id}/revisions/", { params, signal: call.signal }));
+  }
+
+  // ------------------------------------------------------------------------- counts, data
+
+  /** Counts of sessions and memories in what the scope reads. */
+  async stats(options: StatsOptions = {}, call: CallOptions = {}): Promise<MemoryStats> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/stats/", { params, signal: call.signal }));
+  }
+
+  /** Everything the user has (every scope unless one is named), as the versioned export document. */
+  async export(options: ExportOptions = {}, call: CallOptions = {}): Promise<ExportDocument> {
+    const params = { query: this.query(options) };
+    return answer(await this.http.GET("/api/memory/export/", { params, signal: call.signal }));
+  }
+
+  /** Add the rows of an export document the user lacks (importing twice adds nothing). */
+  async import(data: ExportDocument, options: ImportOptions = {}, call: CallOptions = {}): Promise<Counts> {
+    const body = this.body({ ...options, data });
+    return answer(await this.http.POST("/api/memory/import/", { body, signal: call.signal }));
+  }
+
+  /**
+   * Erase the user's sessions, observations and revisions (or one scope's), in one transaction.
+   * `confirm` must repeat the user_id being erased, or nothing is erased (400 `confirmation_mismatch`).
+   */
+  async forget(input: ForgetInput, call: CallOptions = {}): Promise<Counts> {
+    return answer(await this.http.POST("/api/memory/forget/", { body: this.body(input), signal: call.signal }));
+  }
+
+  // ------------------------------------------------------------------------------- helpers
+
+  private body<T extends { user_id?: string }>(input: T): T {
+    const userId = input.user_id ?? this.userId;
+    return userId === undefined ? input : { ...input, user_id: userId };
+  }
+
+  private query<T extends { scope?: ReadScope; user_id?: string }>(
+    options: T,
+  ): Omit<T, "scope"> & { scope?: string[] } {
+    const { scope, ...rest } = options;
+    const userId = options.user_id ?? this.userId;
+    return {
+      ...rest,
+      ...(userId === undefined ? {} : { user_id: userId }),
+      ...(scope === undefined ? {} : { scope: typeof scope === "string" ? [scope] : [...scope] }),
+    };
+  }
+}
+
+/** The data of a success, or the API's error thrown as a {@link MemoryApiError}. */
+function answer<T>(result: { data?: T; error?: unknown; response: Response }): T {
+  if (!result.response.ok) throw MemoryApiError.fromResponse(result.response, result.error);
+  return result.data as T;
+}
+
+/** The cursor of a page's `next` link, or undefined on the last page. */
+function nextCursor(next: string | null | undefined): string | undefined {
+  if (!next) return undefined;
+  return new URL(next).searchParams.get("cursor") ?? undefined;
+}
+
+/** The request sent to the API's real mount instead of the schema's prefix. */
+async function remount(request: Request, root: URL, send: (request: Request) => Promise<Response>) {
+  const url = new URL(request.url);
+  url.pathname = root.pathname + url.pathname.slice(SCHEMA_PREFIX.length);
+  const body = request.body === null ? undefined : await request.arrayBuffer();
+  return send(new Request(url, { method: request.method, headers: request.headers, body, signal: request.signal }));
+}

@@ -1,0 +1,5 @@
+export { MemoryClient } from "./client.js";
+export type * from "./client.js";
+export { MemoryApiError } from "./errors.js";
+export type { ErrorBody } from "./errors.js";
+export type { components, operations, paths } from "./schema.js";

@@ -1,0 +1,132 @@
+// The API's errors reach the caller as one class, MemoryApiError, with status, code, message and
+// field errors; nothing is written by a refused call.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { MemoryApiError, MemoryClient } from "../src/index.js";
+import { type DemoSite, demoSite } from "./demo-site.js";
+
+const USER = "ts-errors";
+const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000";
+let site: DemoSite;
+let memory: MemoryClient;
+
+before(async () => {
+  site = await demoSite();
+  memory = new MemoryClient({ baseUrl: site.apiUrl, token: site.backend.token, userId: USER });
+});
+after(() => site.stop());
+
+/** The MemoryApiError `call` rejects with. */
+async function refusal(call: Promise<unknown>): Promise<MemoryApiError> {
+  try {
+    await call;
+  } catch (error) {
+    assert.ok(error instanceof MemoryApiError, `expected a MemoryApiError, got ${error}`);
+    return error;
+  }
+  assert.fail("the call succeeded");
+}
+
+test("a 400 names the field, the limit and the size, and writes nothing", async () => {
+  const before = await memory.stats({ scope: "*" });
+  const error = await refusal(memory.save({ title: "t".repeat(301), content: "Too long a title." }));
+  assert.equal(error.status, 400);
+  assert.equal(error.name, "MemoryApiError");
+  assert.equal(error.code, "max_length");
+  assert.deepEqual(Object.keys(error.fieldErrors), ["title"]);
+  assert.match(error.fieldErrors.title![0]!, /300/);
+  assert.match(error.message, /title/);
+  assert.equal(error.limit, 300);
+  assert.equal(error.size, 301);
+  assert.deepEqual(await memory.stats({ scope: "*" }), before);
+});
+
+test("a 400 for a query: a blank search and an out-of-range limit", async () => {
+  const blank = await refusal(memory.search("   "));
+  assert.equal(blank.status, 400);
+  assert.ok("query" in blank.fieldErrors, JSON.stringify(blank.body));
+
+  const limit = await refusal(memory.context({ limit: 101 }));
+  assert.equal(limit.status, 400);
+  assert.equal(limit.code, "max_value");
+  assert.ok("limit" in limit.fieldErrors);
+});
+
+test("a 400 for a scope that is not a slug, and for '*' on a write", async () => {
+  const slug = await refusal(memory.save({ scope: "Support", title: "x", content: "y" }));
+  assert.equal(slug.code, "invalid_scope");
+  assert.ok("scope" in slug.fieldErrors);
+  const star = await refusal(memory.start({ scope: "*" }));
+  assert.equal(star.code, "one_scope_required");
+});
+
+test("a 401 without a token or with a wrong one", async () => {
+  const anonymous = new MemoryClient({ baseUrl: site.apiUrl });
+  const missing = await refusal(anonymous.stats());
+  assert.equal(missing.status, 401);
+  assert.equal(missing.code, "not_authenticated");
+
+  const wrong = new MemoryClient({ baseUrl: site.apiUrl, token: "not-a-token" });
+  const invalid = await refusal(wrong.save({ title: "x", content: "y" }));
+  assert.equal(invalid.status, 401);
+  assert.equal(invalid.code, "authentication_failed");
+  assert.deepEqual(invalid.fieldErrors, {});
+});
+
+test("a 403 scope_bound for a bound account naming another scope; unnamed, it acts in its own", async () => {
+  const bot = new MemoryClient({ baseUrl: site.apiUrl, token: site.supportBot.token });
+  const calls = [() => bot.search("refund", { scope: "coding" }), () => bot.stats({ scope: "*" }), () => bot.start({ scope: "" })];
+  for (const call of calls) {
+    const error = await refusal(call());
+    assert.equal(error.status, 403);
+    assert.equal(error.code, "scope_bound");
+    assert.match(error.message, /support/);
+  }
+  const saved = await bot.save({ title: "Refund", content: "Refund for order 881 sent." });
+  assert.equal(saved.observation.scope, "support");
+});
+
+test("a 403 for a plain account naming another user_id", async () => {
+  const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token, userId: USER });
+  const error = await refusal(agent.context());
+  assert.equal(error.status, 403);
+  assert.equal(error.code, "act_for_any_user_required");
+});
+
+test("a 404 for an unknown id, another user's id, and no active session", async () => {
+  const unknown = await refusal(memory.get(UNKNOWN_ID));
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.code, "observation_not_found");
+
+  const theirs = (await memory.save({ title: "Mine", content: "Only ts-errors reads this." })).observation;
+  const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token });
+  const id = theirs.id;
+  const calls = [() => agent.get(id), () => agent.revisions(id), () => agent.timeline(id), () => agent.delete(id)];
+  for (const call of calls) {
+    const error = await refusal(call());
+    assert.equal(error.status, 404);
+    assert.equal(error.code, "observation_not_found");
+  }
+  assert.deepEqual(await agent.search("ts-errors"), []);
+  assert.equal((await memory.get(theirs.id)).deleted_at, null);
+
+  await memory.end();
+  const none = await refusal(memory.end());
+  assert.equal(none.status, 404);
+  assert.equal(none.code, "no_active_session");
+  assert.equal((await refusal(memory.session(UNKNOWN_ID))).code, "session_not_found");
+});
+
+test("an answer that is not the API's JSON keeps its status, with a code made of it", () => {
+  const response = new Response("<html>Bad gateway</html>", { status: 502, statusText: "Bad Gateway" });
+  const error = MemoryApiError.fromResponse(response, "<html>Bad gateway</html>");
+  assert.equal(error.status, 502);
+  assert.equal(error.code, "http_502");
+  assert.equal(error.message, "Bad Gateway");
+  assert.deepEqual(error.fieldErrors, {});
+
+  const throttled = new Response("{}", { status: 429, headers: { "Retry-After": "7" } });
+  const body = { detail: "Request was throttled.", code: "throttled" };
+  assert.equal(MemoryApiError.fromResponse(throttled, body).retryAfter, 7);
+});
