@@ -147,7 +147,7 @@ class ScopeField(StrictCharField):
     from the settings when the field is built, like ``CountField``), what a missing value means.
 
     Its validators are the description only: a body's values are never validated in the view,
-    and ``scopes.clean_scope``/``clean_target``/``clean_reach`` are the one check.
+    and the cleaners of ``scopes`` are the one check.
     """
 
     def __init__(self, use: str, **kwargs):

@@ -29,7 +29,13 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import APIException, MethodNotAllowed, NotAuthenticated, PermissionDenied, Throttled
+from rest_framework.exceptions import (
+    APIException,
+    MethodNotAllowed,
+    NotAuthenticated,
+    PermissionDenied,
+    Throttled,
+)
 
 from .server import ToolRefusal
 
@@ -140,11 +146,11 @@ class MemoryMCPApp:
 
         from ..conf import get_config
         from ..facade import ILabMemory
-        from ..scopes import clean_scope
+        from ..scopes import clean_write_scope
         from .server import build_server
 
         if self.scope is not None:
-            clean_scope(self.scope, config=get_config())  # a bad one stops the start, not every call
+            clean_write_scope(self.scope, config=get_config())  # a bad one stops the start, not every call
         memory = self._memory if self._memory is not None else ILabMemory()
         server = build_server(memory, _principal_from_scope)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
