@@ -82,7 +82,7 @@ def store_pgvector(pk: int, vector, *, using: str) -> None:
 
 
 @cache
-def pg_nearest_sql(in_scopes: str) -> str:
+def _pg_nearest_sql(in_scopes: str) -> str:
     """Exact and user-scoped: the (user_id, model_id) index finds the user's rows, the sort ranks
     them. The second branch adds the cosines of other candidates (found by words) the caller
     asks for. Both keep to the reader's scopes (``in_scopes``, from ``Reach.sql``)."""
@@ -100,7 +100,7 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
     literal = pgvector_literal(query)
     in_scopes, scopes = reach.sql("scope")
     with connections[using].cursor() as cursor:
-        cursor.execute(pg_nearest_sql(in_scopes), [literal, user_id, model_id, *scopes, literal, n,
+        cursor.execute(_pg_nearest_sql(in_scopes), [literal, user_id, model_id, *scopes, literal, n,
                                                    literal, user_id, model_id, *scopes, list(also)])
         return {observation_id: float(cosine) for observation_id, cosine in cursor.fetchall()}
 
