@@ -121,17 +121,13 @@ def _check_slug(value: Any, *, config, held: bool = False) -> str:
     return value
 
 
-def _refuse_several(value: Any) -> None:
-    if value == ALL or isinstance(value, (list, tuple)):
-        raise ValidationError("scope", "a write lands in one scope; '*' and lists are for reads.",
-                              code="one_scope_required")
-
-
 def clean_write_scope(value: Any, *, config) -> str:
     """The one scope a write lands in: a slug, or ``SHARED`` (also for None)."""
     if value is None:
         return SHARED
-    _refuse_several(value)
+    if value == ALL or isinstance(value, (list, tuple)):
+        raise ValidationError("scope", "a write lands in one scope; '*' and lists are for reads.",
+                              code="one_scope_required")
     return _check_slug(value, config=config)
 
 
@@ -147,7 +143,8 @@ def clean_held_scope(value: Any, *, config) -> str:
     scope of data already held, whatever the settings now allow."""
     if value is None or value == ALL:
         return ALL
-    _refuse_several(value)
+    if isinstance(value, (list, tuple)):
+        return clean_write_scope(value, config=config)  # refused: one scope or every one
     return _check_slug(value, config=config, held=True)
 
 
