@@ -115,9 +115,9 @@ def _revise(observation: Observation, *, values: dict, blocks: int, session_id, 
     embedding.requeue(observation, now=now, config=config, using=using)
 
 
-def _target_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
-    """The scope a write by id works in (its session's): ``scope`` itself, or with ``"*"`` the
-    live observation's own (None: the user has no such live observation)."""
+def _row_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
+    """The scope of the row a write by id changes, whose session it claims: ``scope`` itself, or
+    with ``"*"`` the live observation's own (None: the user has no such live observation)."""
     if scope != ALL:
         return scope
     found = Observation.objects.using(using).live_for_user(user_id).filter(pk=pk).values_list("scope", flat=True)
@@ -233,11 +233,11 @@ def observation_update(
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too. Its
         # scope is the observation's: with "*" it is read first (a row never changes scope).
-        target = _target_scope(user_id, pk, scope, using=using)
+        row_scope = _row_scope(user_id, pk, scope, using=using)
         session_id = None
-        if not keep_session and target is not None:
-            session_id = claim_active_session(user_id, target, now=now, config=config, using=using)[0]
-        observation = None if target is None else _locked_live(
+        if not keep_session and row_scope is not None:
+            session_id = claim_active_session(user_id, row_scope, now=now, config=config, using=using)[0]
+        observation = None if row_scope is None else _locked_live(
             Observation.objects.filter(Reach.exactly(scope).q(), pk=pk), user_id, using)
         if observation is None:
             raise ObservationNotFound("No such observation.")
