@@ -36,10 +36,12 @@ DEFAULTS: dict[str, Any] = {
         "manual": 1.0,
     },
     "DEDUPE_WINDOW_MINUTES": 15,
-    # Scopes (SPEC §14): the slugs a call may name besides the shared space ""; None = any slug.
+    # Scopes: the slugs a call may name besides the shared space ""; None = any slug.
     "SCOPES": None,
-    # Accounts bound to one scope, {username: scope}: the API and MCP act for such an account
-    # in its scope only (it still reads the shared space). docs/api.md, docs/mcp.md.
+    # Dotted path (or callable) binding an API or MCP request to one scope, or None (not bound):
+    # a bound request acts in that scope only (it still reads the shared space). docs/api.md.
+    "SCOPE_RESOLVER": "ilab_memory.api.identity.scope_from_account",
+    # What the default SCOPE_RESOLVER reads: accounts bound to one scope, {username: scope}.
     "ACCOUNT_SCOPES": {},
     "PREVIEW_CHARS": 300,
     # Limits (characters unless named bytes)
@@ -175,6 +177,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
                         '(or "", the shared space)')
     elif scopes is not None and any(scope and scope not in scopes for scope in bindings.values()):
         problems.append("ACCOUNT_SCOPES binds an account to a scope SCOPES does not allow")
+    if not isinstance(values.get("SCOPE_RESOLVER"), str) and not callable(values.get("SCOPE_RESOLVER")):
+        problems.append("SCOPE_RESOLVER must be a dotted path or a callable")
     weights = values.get("TYPE_WEIGHTS")
     if not isinstance(weights, dict) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0

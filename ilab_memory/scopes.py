@@ -1,20 +1,23 @@
-"""Scopes: the parts of one user's memory that several agents keep apart (SPEC §14).
+"""Scopes: the parts of one user's memory that several agents keep apart.
 
 A scope is a short slug below the user (an agent's or a project's name). The empty scope,
 ``SHARED``, is the user's shared space and every call's default, so a call that names no scope
 means what it meant before scopes existed.
 
-* A **write** lands in exactly one scope (``clean_scope``).
-* A **read** in a scope sees that scope and the shared space, the scope's own first on equal
-  evidence; ``ALL`` (``"*"``) or an explicit list reads exactly those scopes (``clean_reach``).
-* A write **by id** (update, delete, restore) finds the row in its own scope only, or in any of
-  the user's scopes with ``ALL`` (``clean_target``): an agent reads the shared space but
+One cleaner per contract, each raising ValidationError("scope", ...) for a bad value:
+
+* ``clean_write_scope``: the one scope a **write** lands in.
+* ``clean_read_reach``: what a **read** sees: a scope and the shared space, the scope's own
+  first on equal evidence; ``ALL`` (``"*"``) or an explicit list reads exactly those scopes.
+* ``clean_target_scope``: where a **write by id** (update, delete, restore) finds its row: its
+  own scope only, or any of the user's with ``ALL``. An agent reads the shared space but
   changes only what it wrote itself.
-* **Erasure and export** name data already held (``clean_held``): ``ALL`` or any well-formed
+* ``clean_held_scope``: what an **erasure or an export** names: ``ALL``, or any well-formed
   slug that fits the column, also one the ``SCOPES`` or ``MAX_SCOPE_CHARS`` settings no longer
   allow, so data kept from before a setting changed can always be erased or taken away.
 
-Pure Python, no database; the filters are built by ``Reach.filter`` and ``Reach.sql``.
+``Reach`` is the one place a set of scopes becomes a filter: a ``Q`` for the ORM, SQL text and
+parameters for raw statements (SQLite, PostgreSQL, pgvector), a mask for a numpy matrix of rows.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from django.db.models import Q
 
 from .exceptions import ValidationError
 
@@ -34,6 +39,68 @@ SCOPE_COLUMN_CHARS = 64
 MAX_LISTED_SCOPES = 20
 
 _RULE = "must be a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit"
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The rows a call sees: ``scopes`` (None: every scope of the user) and ``own``, the scope
+    ranked first on equal evidence (None when no scope is the reader's own). Built by the
+    cleaners below, or by ``exactly`` from a clean scope."""
+
+    scopes: tuple[str, ...] | None
+    own: str | None
+
+    @classmethod
+    def exactly(cls, scope: str) -> Reach:
+        """The rows of ``scope`` alone (no shared space added), or of every scope for ``ALL``:
+        what a write by id, an erasure and an export of one scope act on."""
+        return EVERY_SCOPE if scope == ALL else cls(scopes=(scope,), own=scope)
+
+    def q(self, prefix: str = "") -> Q:
+        """The ORM filter (empty when every scope is read); ``prefix`` reaches a related row's
+        scope (``"observation__"``)."""
+        if self.scopes is None:
+            return Q()
+        if len(self.scopes) == 1:  # an exact lookup: the shared space alone, the most common read
+            return Q(**{f"{prefix}scope": self.scopes[0]})
+        return Q(**{f"{prefix}scope__in": self.scopes})
+
+    def sql(self, column: str) -> tuple[str, list]:
+        """An ``AND column IN (...)`` clause for a raw statement, and its parameters ("" when
+        every scope is read)."""
+        if self.scopes is None:
+            return "", []
+        if len(self.scopes) == 1:
+            return f" AND {column} = %s", list(self.scopes)
+        return f" AND {column} IN ({', '.join(['%s'] * len(self.scopes))})", list(self.scopes)
+
+    def own_first_sql(self, column: str) -> tuple[str, list]:
+        """A raw statement's sort key ranking the reader's own scope first (1, else 0), and its
+        parameters; a constant ``0`` when the rows come from one scope or none is the reader's."""
+        if self.own is None or (self.scopes is not None and len(self.scopes) == 1):
+            return "0", []
+        return f"CASE WHEN {column} = %s THEN 1 ELSE 0 END", [self.own]
+
+    def mask(self, row_scopes, present: frozenset):
+        """Which rows of a numpy matrix are in reach, given each row's scope (a numpy array) and
+        the distinct scopes among them (``present``): a boolean array, or None when every row is."""
+        if self.scopes is None or present <= set(self.scopes):
+            return None
+        import numpy as np
+
+        return np.isin(row_scopes, list(self.scopes))
+
+    def is_own(self, scope: str) -> bool:
+        return self.own is not None and scope == self.own
+
+    @property
+    def key(self) -> str:
+        """A stable text form: ``*``, or the scopes joined by ``,``."""
+        return ALL if self.scopes is None else ",".join(self.scopes)
+
+
+EVERY_SCOPE = Reach(scopes=None, own=None)
+SHARED_SPACE = Reach(scopes=(SHARED,), own=SHARED)
 
 
 def _check_slug(value: Any, *, config, held: bool = False) -> str:
@@ -54,8 +121,8 @@ def _check_slug(value: Any, *, config, held: bool = False) -> str:
     return value
 
 
-def clean_scope(value: Any, *, config) -> str:
-    """The one scope a write lands in: a slug, or ``SHARED``. ``ALL`` and lists are reads only."""
+def clean_write_scope(value: Any, *, config) -> str:
+    """The one scope a write lands in: a slug, or ``SHARED`` (also for None)."""
     if value is None:
         return SHARED
     if value == ALL or isinstance(value, (list, tuple)):
@@ -64,62 +131,28 @@ def clean_scope(value: Any, *, config) -> str:
     return _check_slug(value, config=config)
 
 
-def clean_target(value: Any, *, config) -> str:
-    """The scope a write by id looks in: one scope, or ``ALL`` (any of the user's)."""
+def clean_target_scope(value: Any, *, config) -> str:
+    """The scope a write by id finds its row in: one scope (None: ``SHARED``), or ``ALL``."""
     if value == ALL:
         return ALL
-    return clean_scope(value, config=config)
+    return clean_write_scope(value, config=config)
 
 
-def clean_held(value: Any, *, config) -> str:
-    """The scope of data already held that an erasure or an export names: ``ALL`` (the whole
-    user), or one scope, whatever the settings now allow."""
+def clean_held_scope(value: Any, *, config) -> str:
+    """The data an erasure or an export names: ``ALL`` (also None: the whole user), or one
+    scope of data already held, whatever the settings now allow."""
     if value is None or value == ALL:
         return ALL
     if isinstance(value, (list, tuple)):
-        return clean_scope(value, config=config)  # refused: one scope or every one
+        return clean_write_scope(value, config=config)  # refused: one scope or every one
     return _check_slug(value, config=config, held=True)
 
 
-@dataclass(frozen=True)
-class Reach:
-    """What a read sees: ``scopes`` (None: every scope of the user) and ``own``, the scope ranked
-    first on equal evidence (None when no scope is the reader's own)."""
-
-    scopes: tuple[str, ...] | None
-    own: str | None
-
-    def filter(self, prefix: str = "") -> dict:
-        """Keyword arguments for ``QuerySet.filter`` (empty when every scope is read)."""
-        if self.scopes is None:
-            return {}
-        if len(self.scopes) == 1:  # an exact lookup: the shared space alone, the most common read
-            return {f"{prefix}scope": self.scopes[0]}
-        return {f"{prefix}scope__in": self.scopes}
-
-    def sql(self, column: str) -> tuple[str, list]:
-        """An ``AND column IN (...)`` clause and its parameters ("" when every scope is read)."""
-        if self.scopes is None:
-            return "", []
-        if len(self.scopes) == 1:
-            return f" AND {column} = %s", list(self.scopes)
-        return f" AND {column} IN ({', '.join(['%s'] * len(self.scopes))})", list(self.scopes)
-
-    def is_own(self, scope: str) -> bool:
-        return self.own is not None and scope == self.own
-
-    @property
-    def key(self) -> str:
-        """A stable text form: ``*``, or the scopes joined by ``,``."""
-        return ALL if self.scopes is None else ",".join(self.scopes)
-
-
-EVERY_SCOPE = Reach(scopes=None, own=None)
-SHARED_SPACE = Reach(scopes=(SHARED,), own=SHARED)
-
-
-def clean_reach(value: Any, *, config) -> Reach:
-    """What a read of ``value`` sees: a scope and the shared space; ``ALL``; or exactly a list."""
+def clean_read_reach(value: Any, *, config) -> Reach:
+    """What a read of ``value`` sees: a scope and the shared space (None: the shared space);
+    ``ALL``: every scope; a list: exactly those. A Reach is clean already and passes as it is."""
+    if isinstance(value, Reach):
+        return value
     if value is None:
         value = SHARED
     if value == ALL:
@@ -132,9 +165,5 @@ def clean_reach(value: Any, *, config) -> Reach:
                                   code="too_many_scopes", limit=MAX_LISTED_SCOPES, size=len(value))
         scopes = tuple(dict.fromkeys(_check_slug(item, config=config) for item in value))
         return Reach(scopes=scopes, own=scopes[0] if len(scopes) == 1 else None)
-    return read_of(_check_slug(value, config=config))
-
-
-def read_of(scope: str) -> Reach:
-    """What a read in ``scope``, already clean (a write's), sees: it and the shared space."""
+    scope = _check_slug(value, config=config)
     return SHARED_SPACE if scope == SHARED else Reach(scopes=(scope, SHARED), own=scope)

@@ -1,8 +1,8 @@
 """Reads, each scoped by user_id and by what its ``scope`` reaches, composed from the queryset
 methods of ``models``.
 
-Each public read cleans its user_id, its scope (``scopes.clean_reach``: a scope and the shared
-space, ``"*"``, or a list) and its counts itself (``validation``), as the services do for
+Each public read cleans its user_id, its scope (``scopes.clean_read_reach``: a scope and the
+shared space, ``"*"``, or a list) and its counts itself (``validation``), as the services do for
 writes, so no face needs to.
 
 The ranked context is the one read in ``sql`` (the database ranks the candidates). Selectors
@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from . import scoring, sql
 from .conf import Config, get_config
-from .exceptions import ObservationNotFound, SessionNotFound
 from .embeddings import configured_embedder
+from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
-from .scopes import Reach, clean_reach
+from .scopes import Reach, clean_read_reach
 from .types import (
     MemoryStats,
     ObservationCompact,
@@ -62,16 +62,11 @@ def _user(user_id, config: Config | None) -> str:
     return clean_user_id(user_id, limit=(config or get_config()).MAX_USER_ID_CHARS)
 
 
-def reach_of(scope, config: Config | None) -> Reach:
-    """What a read of ``scope`` sees (``scopes.clean_reach``); a Reach passes as it is."""
-    return scope if isinstance(scope, Reach) else clean_reach(scope, config=config or get_config())
-
-
 def recent_sessions(*, user_id: str, reach: Reach, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
     """The user's newest completed sessions in ``reach`` (newest ``ended_at`` first) with live
     observation counts."""
     sessions = (
-        Session.objects.using(using).for_user(user_id).completed().filter(**reach.filter())
+        Session.objects.using(using).for_user(user_id).completed().filter(reach.q())
         .with_observation_count().order_by("-ended_at", "-id").values_list(*SUMMARY_FIELDS, named=True)
     )
     return [session_summary_compact(session) for session in sessions[: max(0, limit)]]
@@ -86,7 +81,7 @@ def context_memories(
     config = config or get_config()
     user_id, limit = _user(user_id, config), CONTEXT_LIMIT.clean(limit, config)
     ranked = sql.ranked_context(
-        user_id, reach_of(scope, config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS,
+        user_id, clean_read_reach(scope, config=config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS,
         head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
     )
     return [
@@ -101,10 +96,11 @@ def session_observation_count(session_id, *, using: str = "default") -> int:
 def observation_get(*, user_id: str, observation_id, scope="", config: Config | None = None,
                     using: str = "default") -> Observation:
     """The user's live observation in what ``scope`` reaches; anything else raises ObservationNotFound."""
-    user_id, seen = _user(user_id, config), reach_of(scope, config)
+    config = config or get_config()
+    user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
-        return Observation.objects.using(using).live_for_user(user_id).filter(**seen.filter()).get(pk=pk)
+        return Observation.objects.using(using).live_for_user(user_id).filter(seen.q()).get(pk=pk)
     except Observation.DoesNotExist:
         raise ObservationNotFound("No such observation.") from None
 
@@ -152,10 +148,11 @@ def observation_timeline(
 
 def session_get(*, user_id: str, session_id, scope="", config: Config | None = None,
                 using: str = "default") -> SessionRecord:
-    user_id, seen = _user(user_id, config), reach_of(scope, config)
+    config = config or get_config()
+    user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
     pk = parse_uuid(session_id, SessionNotFound)
     try:
-        sessions = Session.objects.using(using).for_user(user_id).filter(**seen.filter())
+        sessions = Session.objects.using(using).for_user(user_id).filter(seen.q())
         session = sessions.with_observation_count().get(pk=pk)
     except Session.DoesNotExist:
         raise SessionNotFound("No such session.") from None
@@ -169,8 +166,8 @@ def sessions_list(
     """The user's sessions in what ``scope`` reaches, newest started first."""
     config = config or get_config()
     limit = SESSIONS_LIMIT.clean(limit, config)
-    seen = reach_of(scope, config)
-    sessions = (Session.objects.using(using).for_user(_user(user_id, config)).filter(**seen.filter())
+    seen = clean_read_reach(scope, config=config)
+    sessions = (Session.objects.using(using).for_user(_user(user_id, config)).filter(seen.q())
                 .order_by("-started_at", "-id"))
     if status is not None:
         sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
@@ -182,15 +179,15 @@ def sessions_list(
 def stats(*, user_id: str, scope="", config: Config | None = None, using: str = "default") -> MemoryStats:
     """Counts of the user's rows in what ``scope`` reaches, and its live observations per scope."""
     config = config or get_config()
-    user_id, seen = _user(user_id, config), reach_of(scope, config)
-    session_counts = Session.objects.using(using).for_user(user_id).filter(**seen.filter()).aggregate(
+    user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
+    session_counts = Session.objects.using(using).for_user(user_id).filter(seen.q()).aggregate(
         total=Count("id"),
         active=Count("id", filter=Q(status=SessionStatus.ACTIVE)),
         completed=Count("id", filter=Q(status=SessionStatus.COMPLETED)),
         auto=Count("id", filter=Q(summary__isnull=False, is_auto_generated=True)),
         human=Count("id", filter=Q(summary__isnull=False, is_auto_generated=False)),
     )
-    observations = Observation.objects.using(using).for_user(user_id).filter(**seen.filter())
+    observations = Observation.objects.using(using).for_user(user_id).filter(seen.q())
     # Two counts, each through its partial index (one aggregate over both would read every row).
     deleted = observations.deleted().count()
     live_by = list(observations.live().values("scope", "type").annotate(n=Count("id")).order_by("scope", "type"))
@@ -199,11 +196,10 @@ def stats(*, user_id: str, scope="", config: Config | None = None, using: str = 
     for row in live_by:
         by_type[row["type"]] = by_type.get(row["type"], 0) + row["n"]
         by_scope[row["scope"]] = by_scope.get(row["scope"], 0) + row["n"]
-    revisions = ObservationRevision.objects.using(using).filter(
-        user_id=user_id, **seen.filter("observation__")).count()
+    revisions = ObservationRevision.objects.using(using).filter(seen.q("observation__"), user_id=user_id).count()
     embedder = configured_embedder(config.EMBEDDER)
     waiting = 0 if embedder is None else (
-        ObservationVector.objects.using(using).filter(user_id=user_id, **seen.filter())
+        ObservationVector.objects.using(using).filter(seen.q(), user_id=user_id)
         .waiting(embedder.model_id).count()
     )
     return MemoryStats(

@@ -121,22 +121,19 @@ OWN_ROWS = {"sqlite": "user_id = %s", "postgresql": "user_id = ANY(ARRAY[%s]::te
 
 
 @cache
-def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int, scopes: int | None = None,
-                       own: bool = False) -> str:
+def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int, in_scopes: str = "",
+                       own_first: str = "0") -> str:
     # Limits are validated integer settings, written into the text (not parameters) so the
     # planner sees them. Rank, cut to the winners, and only then join for their text: a join
-    # before the cut fetched every candidate's row on both engines. ``own`` (the reader's own
-    # scope) is ranked first among equal scores.
-    in_scopes = "" if scopes is None else (
-        " AND scope = %s" if scopes == 1 else f" AND scope IN ({', '.join(['%s'] * scopes)})")
-    own_column = "CASE WHEN scope = %s THEN 1 ELSE 0 END" if own else "0"
+    # before the cut fetched every candidate's row on both engines. ``in_scopes`` and
+    # ``own_first`` (the reader's own scope ranked first among equal scores) are ``Reach``'s.
     return f"""
     SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.scope,
            substr(o.content, 1, %s) AS content_head, w.hours, w.type_weight, w.recency, w.reinforcement, w.score
     FROM (
         SELECT id, updated_at, own, hours, type_weight, {scoring.SCORE_COLUMNS}
         FROM (
-            SELECT id, updated_at, {own_column} AS own, {scoring.factor_columns(vendor, weighted_types)}
+            SELECT id, updated_at, {own_first} AS own, {scoring.factor_columns(vendor, weighted_types)}
             FROM {OBS}
             WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL{in_scopes}
             ORDER BY user_id, updated_at DESC, id DESC
@@ -160,13 +157,12 @@ def ranked_context(user_id: str, reach: Reach = SHARED_SPACE, *, now: datetime, 
     then newest update, then id.
     """
     connection = connections[using]
-    scopes = None if reach.scopes is None else len(reach.scopes)
-    # Ranking the own scope first only matters when the candidates come from several scopes.
-    own = reach.own is not None and (scopes is None or scopes > 1)
-    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, scopes, own)
+    in_scopes, scope_params = reach.sql("scope")
+    own_first, own_params = reach.own_first_sql("scope")
+    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, in_scopes, own_first)
     now_param = _param(Observation, "updated_at", now, connection)
     params = [
-        head_chars, *([reach.own] if own else []),
-        *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *(reach.scopes or ()),
+        head_chars, *own_params,
+        *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *scope_params,
     ]
     return list(Observation.objects.db_manager(using).raw(sql, params))

@@ -1,7 +1,7 @@
 """Stored embeddings: their byte format, and a user's nearest ones to a query vector.
 
 Vectors are float32 little-endian bytes in ``ObservationVector.vector``, on every engine. The
-lookup is exact and scoped by ``user_id`` and the reader's scopes before anything is ranked:
+lookup is exact and scoped by ``user_id`` and the reader's ``Reach`` before anything is ranked:
 
 * **PostgreSQL with pgvector** (the ``embedding`` column that migration 0009 adds where the
   extension is available, see ``pgvector_ready``): the database scans the user's rows through
@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from functools import cache
 from typing import TYPE_CHECKING
 
 from django.db import connections
+
 from .models import ObservationVector, VectorStamp
+from .scopes import EVERY_SCOPE, Reach
 
 if TYPE_CHECKING:
     import numpy
@@ -78,26 +81,27 @@ def store_pgvector(pk: int, vector, *, using: str) -> None:
         )
 
 
-# Exact and user-scoped: the (user_id, model_id) index finds the user's rows, the sort ranks
-# them. The second branch adds the cosines of other candidates (found by words) the caller asks
-# for. Both keep to the reader's scopes (``scopes``: an array; NULL reads every scope).
-PG_NEAREST = f"""
+@cache
+def _pg_nearest_sql(in_scopes: str) -> str:
+    """Exact and user-scoped: the (user_id, model_id) index finds the user's rows, the sort ranks
+    them. The second branch adds the cosines of other candidates (found by words) the caller
+    asks for. Both keep to the reader's scopes (``in_scopes``, from ``Reach.sql``)."""
+    return f"""
     (SELECT observation_id, 1 - ({PGVECTOR_COLUMN} <=> CAST(%s AS vector)) AS cosine
-     FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL
-       AND (%s::text[] IS NULL OR scope = ANY(%s::text[]))
+     FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL{in_scopes}
      ORDER BY {PGVECTOR_COLUMN} <=> CAST(%s AS vector) LIMIT %s)
     UNION
     (SELECT observation_id, 1 - ({PGVECTOR_COLUMN} <=> CAST(%s AS vector))
-     FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL
-       AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) AND observation_id = ANY(%s))"""
+     FROM {VECTOR_TABLE} WHERE user_id = %s AND model_id = %s AND {PGVECTOR_COLUMN} IS NOT NULL{in_scopes}
+       AND observation_id = ANY(%s))"""
 
 
-def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: str, scopes=None) -> dict:
+def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: str, reach: Reach) -> dict:
     literal = pgvector_literal(query)
-    scopes = None if scopes is None else list(scopes)
+    in_scopes, scopes = reach.sql("scope")
     with connections[using].cursor() as cursor:
-        cursor.execute(PG_NEAREST, [literal, user_id, model_id, scopes, scopes, literal, n,
-                                    literal, user_id, model_id, scopes, scopes, list(also)])
+        cursor.execute(_pg_nearest_sql(in_scopes), [literal, user_id, model_id, *scopes, literal, n,
+                                                   literal, user_id, model_id, *scopes, list(also)])
         return {observation_id: float(cosine) for observation_id, cosine in cursor.fetchall()}
 
 
@@ -117,13 +121,10 @@ class _Matrix:
         self.index = {pk: i for i, pk in enumerate(observation_ids)}
         self.derived = {}  # what callers compute from these rows (a search's null), kept with them
 
-    def rows_in(self, scopes):
-        """The rows in ``scopes`` (None: every scope)."""
-        import numpy as np
-
-        if scopes is None or self.distinct_scopes <= set(scopes):
-            return self.rows
-        return self.rows[np.isin(self.scopes, list(scopes))]
+    def rows_in(self, reach: Reach):
+        """The rows in ``reach``."""
+        in_reach = reach.mask(self.scopes, self.distinct_scopes)
+        return self.rows if in_reach is None else self.rows[in_reach]
 
 
 class MatrixCache:
@@ -181,16 +182,17 @@ def _load(user_id: str, model_id: str, dimensions: int, stamp, *, using: str) ->
     return _Matrix(stamp, ids, generations, np.array(scopes, dtype=object), matrix)
 
 
-def _nearest(entry: _Matrix, scopes, query, n: int, also) -> dict:
-    """The ``n`` nearest rows in ``scopes`` (None: every scope), and ``also``'s rows in them."""
+def _nearest(entry: _Matrix, reach: Reach, query, n: int, also) -> dict:
+    """The ``n`` nearest rows in ``reach``, and ``also``'s rows in it."""
     import numpy as np
 
     if not entry.observation_ids:
         return {}
     cosines = entry.rows @ np.asarray(query, dtype=np.float32)
-    if scopes is not None and not entry.distinct_scopes <= set(scopes):
+    in_reach = reach.mask(entry.scopes, entry.distinct_scopes)
+    if in_reach is not None:
         # Rows outside the reader's scopes can never be found: below every cosine.
-        cosines = np.where(np.isin(entry.scopes, list(scopes)), cosines, -np.inf)
+        cosines = np.where(in_reach, cosines, -np.inf)
     n = min(n, len(cosines))
     top = np.argpartition(-cosines, n - 1)[:n] if n else []
     found = {entry.observation_ids[i]: float(cosines[i]) for i in top if cosines[i] != -np.inf}
@@ -214,12 +216,12 @@ def _all_current(entry: _Matrix, found: dict, *, model_id: str, using: str) -> b
 
 
 def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
-                        max_bytes: int, scopes=None) -> dict:
+                        max_bytes: int, reach: Reach = EVERY_SCOPE) -> dict:
     key = (using, user_id, model_id)
     stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
     entry = matrices.get(key, stamp) if stamp is not None else None
     if entry is not None:
-        found = _nearest(entry, scopes, query, n, also)
+        found = _nearest(entry, reach, query, n, also)
         if _all_current(entry, found, model_id=model_id, using=using):
             return found
         matrices.discard(key)  # a row left since the load: read them all again
@@ -227,12 +229,12 @@ def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dim
     # Only committed rows are worth keeping: rows read inside a transaction may be rolled back.
     if stamp is not None and not connections[using].in_atomic_block:
         matrices.put(key, entry, max_bytes=max_bytes)
-    return _nearest(entry, scopes, query, n, also)
+    return _nearest(entry, reach, query, n, also)
 
 
-def derived_from_rows(*, user_id: str, scopes: tuple[str, ...] | None = None, model_id: str, dimensions: int,
+def derived_from_rows(*, user_id: str, reach: Reach = EVERY_SCOPE, model_id: str, dimensions: int,
                       using: str, max_bytes: int, key, compute):
-    """``compute(rows)`` over the user's vectors of ``model_id`` in ``scopes``, kept with the
+    """``compute(rows)`` over the user's vectors of ``model_id`` in ``reach``, kept with the
     process's matrix of them under ``key`` until a new vector of the user is stored (its stamp).
     Read from the same matrix as the numpy lookup, with or without pgvector."""
     stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
@@ -242,17 +244,17 @@ def derived_from_rows(*, user_id: str, scopes: tuple[str, ...] | None = None, mo
         entry = _load(user_id, model_id, dimensions, stamp, using=using)
         if stamp is not None and not connections[using].in_atomic_block:
             matrices.put(cache_key, entry, max_bytes=max_bytes)
-    key = (key, None if scopes is None else tuple(sorted(scopes)))
+    key = (key, reach.key)
     if key not in entry.derived:
-        entry.derived[key] = compute(entry.rows_in(scopes))
+        entry.derived[key] = compute(entry.rows_in(reach))
     return entry.derived[key]
 
 
-def similarities(*, user_id: str, scopes: tuple[str, ...] | None = None, model_id: str, dimensions: int,
+def similarities(*, user_id: str, reach: Reach = EVERY_SCOPE, model_id: str, dimensions: int,
                  query: numpy.ndarray, n: int, also=(), using: str, max_bytes: int) -> dict:
-    """{observation id: cosine} of the user's ``n`` nearest vectors of ``model_id`` in ``scopes``
-    (None: every scope), plus those of the observations in ``also`` that have one there."""
+    """{observation id: cosine} of the user's ``n`` nearest vectors of ``model_id`` in ``reach``,
+    plus those of the observations in ``also`` that have one there."""
     if pgvector_ready(using):
-        return _pg_similarities(user_id, model_id, query, n, also, using, scopes)
+        return _pg_similarities(user_id, model_id, query, n, also, using, reach)
     return _numpy_similarities(user_id, model_id, query, n, also, dimensions=dimensions, using=using,
-                               max_bytes=max_bytes, scopes=scopes)
+                               max_bytes=max_bytes, reach=reach)

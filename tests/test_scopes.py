@@ -9,7 +9,14 @@ from ilab_memory import ILabMemory
 from ilab_memory.conf import get_config
 from ilab_memory.exceptions import NoActiveSession, ObservationNotFound, SessionNotFound, ValidationError
 from ilab_memory.models import Observation, ObservationVector, Session
-from ilab_memory.scopes import ALL, EVERY_SCOPE, SHARED, clean_reach, clean_scope, clean_target
+from ilab_memory.scopes import (
+    ALL,
+    EVERY_SCOPE,
+    SHARED,
+    clean_read_reach,
+    clean_target_scope,
+    clean_write_scope,
+)
 from tests.test_query_counts import queries_of
 
 HOSTILE = ["Support", "sup port", "../x", "a" * 65, "x\x00", "-lead", "ünï", "a,b", 7, ["x"], {"a": 1}]
@@ -26,21 +33,21 @@ def words(db):
 
 def test_a_write_lands_in_one_scope_and_a_read_reaches_it_and_the_shared_space():
     config = get_config()
-    assert clean_scope("support", config=config) == "support"
-    assert clean_scope(None, config=config) == clean_scope("", config=config) == SHARED
-    assert clean_target(ALL, config=config) == ALL
-    reach = clean_reach("support", config=config)
+    assert clean_write_scope("support", config=config) == "support"
+    assert clean_write_scope(None, config=config) == clean_write_scope("", config=config) == SHARED
+    assert clean_target_scope(ALL, config=config) == ALL
+    reach = clean_read_reach("support", config=config)
     assert (reach.scopes, reach.own) == (("support", SHARED), "support")
-    assert clean_reach("*", config=config) is EVERY_SCOPE
-    listed = clean_reach(["b", "a", "b"], config=config)
+    assert clean_read_reach("*", config=config) is EVERY_SCOPE
+    listed = clean_read_reach(["b", "a", "b"], config=config)
     assert (listed.scopes, listed.own, listed.key) == (("b", "a"), None, "b,a")
-    assert clean_reach(["a"], config=config).scopes == ("a",)  # a list reads exactly what it names
+    assert clean_read_reach(["a"], config=config).scopes == ("a",)  # a list reads exactly what it names
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_bad_scope_is_refused_naming_the_field(value):
     with pytest.raises(ValidationError) as error:
-        clean_scope(value, config=get_config())
+        clean_write_scope(value, config=get_config())
     assert error.value.field == "scope"
     assert "\x00" not in str(error.value) and "../" not in str(error.value)  # never echoed
 
@@ -48,23 +55,23 @@ def test_a_bad_scope_is_refused_naming_the_field(value):
 @pytest.mark.parametrize("value", ["*", ["a", "b"]])
 def test_a_write_cannot_name_every_scope_or_a_list(value):
     with pytest.raises(ValidationError) as error:
-        clean_scope(value, config=get_config())
+        clean_write_scope(value, config=get_config())
     assert error.value.code == "one_scope_required"
 
 
 def test_the_scope_limit_and_the_allowed_scopes_come_from_the_settings():
     config = get_config().with_overrides({"MAX_SCOPE_CHARS": 6, "SCOPES": ["coding"]})
     with pytest.raises(ValidationError) as error:
-        clean_scope("support", config=config)
+        clean_write_scope("support", config=config)
     assert (error.value.code, error.value.limit) == ("max_length", 6)
     with pytest.raises(ValidationError) as error:
-        clean_scope("tests", config=config)
+        clean_write_scope("tests", config=config)
     assert error.value.code == "scope_not_allowed"
-    assert clean_scope("", config=config) == SHARED  # the shared space is always allowed
+    assert clean_write_scope("", config=config) == SHARED  # the shared space is always allowed
     with pytest.raises(ValidationError):
-        clean_reach(["coding", "other"], config=config)
+        clean_read_reach(["coding", "other"], config=config)
     with pytest.raises(ValidationError):
-        clean_reach([], config=config)
+        clean_read_reach([], config=config)
 
 
 def test_a_bad_scope_writes_nothing(words):

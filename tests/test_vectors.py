@@ -5,6 +5,7 @@ import pytest
 
 from ilab_memory import vectors
 from ilab_memory.models import ObservationVector, VectorStamp
+from ilab_memory.scopes import EVERY_SCOPE, Reach
 from ilab_memory.services import embedding
 from tests.embedders import RecordingEmbedder
 
@@ -103,8 +104,9 @@ def test_the_lookup_keeps_to_the_scopes_it_is_given(tmem):
     query = RecordingEmbedder().embed_query("green tea")
 
     def found(scopes, also=()):
+        reach = EVERY_SCOPE if scopes is None else Reach(scopes=scopes, own=None)
         return {str(pk) for pk in vectors.similarities(
-            user_id="alice", scopes=scopes, model_id=MODEL, dimensions=RecordingEmbedder.dimensions, query=query,
+            user_id="alice", reach=reach, model_id=MODEL, dimensions=RecordingEmbedder.dimensions, query=query,
             n=10, also=also, using="default", max_bytes=1 << 30)}
 
     assert found(("coding", "")) == {shared.id, coding.id}

@@ -15,7 +15,7 @@ from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncDate
 
 from ..models import Observation, ObservationVector, Session, SessionStatus
-from ..scopes import ALL
+from ..scopes import ALL, Reach
 
 WINDOW_DAYS = 30
 # A list's scope filter offers at most this many of a user's scopes (the box reaches the rest).
@@ -172,12 +172,12 @@ def user_recent_observations(*, user_id: str, limit: int):
 def user_rows_for_audit(*, user_id: str, scope: str = ALL) -> tuple[list, list]:
     """(session (pk, label) pairs, observation pks) of one user, or of one scope of it (``ALL``:
     every scope), read before an erasure."""
-    part = {} if scope == ALL else {"scope": scope}
+    part = Reach.exactly(scope).q()
     sessions = [
         (s.pk, str(s))
-        for s in Session.objects.for_user(user_id).filter(**part).only("id", "user_id", "scope", "started_at", "status")
+        for s in Session.objects.for_user(user_id).filter(part).only("id", "user_id", "scope", "started_at", "status")
     ]
-    observations = list(Observation.objects.for_user(user_id).filter(**part).order_by().values_list("pk", flat=True))
+    observations = list(Observation.objects.for_user(user_id).filter(part).order_by().values_list("pk", flat=True))
     return sessions, observations
 
 

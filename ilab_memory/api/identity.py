@@ -1,5 +1,6 @@
-"""How an HTTP request becomes a user_id and a scope: the resolver, acting for another user_id,
-and an account bound to one scope."""
+"""How an HTTP request becomes a user_id and a scope: the two resolvers the settings name
+(``USER_ID_RESOLVER``, ``SCOPE_RESOLVER``), acting for another user_id, and an account bound to
+one scope."""
 
 from __future__ import annotations
 
@@ -38,32 +39,37 @@ def may_act_for_any_user(user) -> bool:
     return granted.filter(user=user).exists() or granted.filter(group__user=user).exists()
 
 
+def _resolver(setting: str):
+    """The callable a resolver setting names (a dotted path, or the callable), read at call time."""
+    resolver = getattr(get_config(), setting)
+    return import_string(resolver) if isinstance(resolver, str) else resolver
+
+
 def user_id_from_request(request) -> str:
     """The authenticated user's primary key, as a string (the default ``USER_ID_RESOLVER``)."""
     return str(request.user.pk)
 
 
 def resolve_user_id(request) -> str:
-    """The request's own user_id, through ``USER_ID_RESOLVER`` (read at call time)."""
-    resolver = get_config().USER_ID_RESOLVER
-    if isinstance(resolver, str):
-        resolver = import_string(resolver)
-    return resolver(request)
+    """The request's own user_id, through ``USER_ID_RESOLVER``."""
+    return _resolver("USER_ID_RESOLVER")(request)
 
 
-NOT_NAMED = object()  # the request names no user_id (a JSON null is named, and refused)
-
-
-def bound_scope(user) -> str | None:
-    """The one scope ``user`` (an account) is bound to by ``ACCOUNT_SCOPES``, or None (unbound)."""
+def scope_from_account(request) -> str | None:
+    """The scope ``ACCOUNT_SCOPES`` binds the request's account to, by username, or None
+    (the default ``SCOPE_RESOLVER``)."""
+    user = request.user
     if user is None or not getattr(user, "is_authenticated", False):
         return None
     return get_config().ACCOUNT_SCOPES.get(user.get_username())
 
 
+NOT_NAMED = object()  # the request names no user_id (a JSON null is named, and refused)
+
+
 def acting_scope(request, requested=NOT_NAMED, *, default=SHARED):
     """The scope a request acts in: the one it names (as sent: the services clean it), else
-    ``default``; for an account bound by ``ACCOUNT_SCOPES``, its bound scope. ``requested`` is a
+    ``default``; for a request ``SCOPE_RESOLVER`` binds to a scope, that scope. ``requested`` is a
     string, a list (a read's repeated parameter), or NOT_NAMED; None names nothing either.
 
     A bound account that names any other scope (``"*"``, a list, even the shared space it
@@ -72,7 +78,7 @@ def acting_scope(request, requested=NOT_NAMED, *, default=SHARED):
     """
     if requested is None:  # a JSON null: the field's documented default, like leaving it out
         requested = NOT_NAMED
-    bound = bound_scope(request.user)
+    bound = _resolver("SCOPE_RESOLVER")(request)
     if bound is None:
         return default if requested is NOT_NAMED else requested
     if requested is NOT_NAMED or (isinstance(requested, str) and requested == bound):

@@ -112,8 +112,8 @@ SCOPE_SLUG = _(
     "{n} characters (one of the SCOPES setting when the site lists them)"
 )
 SCOPE_BOUND = _(
-    "An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; "
-    "naming any other is a 403 (code scope_bound)."
+    "An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the "
+    "request names none; naming any other is a 403 (code scope_bound)."
 )
 SCOPE_HELP = {
     "write": _('The scope this write lands in: {slug}. "", null or absent: the shared space. {bound}'),
@@ -147,7 +147,7 @@ class ScopeField(StrictCharField):
     from the settings when the field is built, like ``CountField``), what a missing value means.
 
     Its validators are the description only: a body's values are never validated in the view,
-    and ``scopes.clean_scope``/``clean_target``/``clean_reach`` are the one check.
+    and the cleaners of ``scopes`` are the one check.
     """
 
     def __init__(self, use: str, **kwargs):

@@ -29,16 +29,16 @@ from ..conf import get_config
 from ..encoding import encode
 from ..exceptions import ValidationError
 from ..models import Observation, Session
-from ..scopes import ALL, SHARED, clean_reach
+from ..scopes import ALL, SHARED, clean_read_reach
+from ..services import data as data_services
 from ..services import observations as observation_services
 from ..services import search as search_services
-from ..services import data as data_services
 from ..services import sessions as session_services
 from . import serializers as s
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
-from .metadata import InputMetadata
 from .identity import NOT_NAMED, acting_scope, acting_user_id
+from .metadata import InputMetadata
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
@@ -112,8 +112,8 @@ class MemoryAPIMixin(AppErrorMixin):
         return self.acting_user_id(body), self.acting_scope(body), fields
 
     def reach(self):
-        """What a queryset-built read sees (``scopes.clean_reach``: a 400 for a bad scope)."""
-        return clean_reach(self.acting_scope(), config=get_config())
+        """What a queryset-built read sees (``scopes.clean_read_reach``: a 400 for a bad scope)."""
+        return clean_read_reach(self.acting_scope(), config=get_config())
 
 
 def _content_length(request) -> int:
@@ -156,7 +156,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Session.objects.none()
-        sessions = Session.objects.for_user(self.acting_user_id()).filter(**self.reach().filter())
+        sessions = Session.objects.for_user(self.acting_user_id()).filter(self.reach().q())
         return sessions.with_observation_count()
 
     def list(self, request):
@@ -266,7 +266,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
             return Observation.objects.none()
-        return Observation.objects.live_for_user(self.acting_user_id()).filter(**self.reach().filter())
+        return Observation.objects.live_for_user(self.acting_user_id()).filter(self.reach().q())
 
     def list(self, request):
         preview_chars = get_config().PREVIEW_CHARS

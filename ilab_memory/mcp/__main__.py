@@ -39,13 +39,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from ..conf import DEFAULTS, Config
     from ..exceptions import IlabMemoryError
+    from ..scopes import clean_write_scope
     from . import stdio
 
     stdio.configure_logging(args.log_level)
     try:
         # Checked before the (slower) set-up; embedded mode runs on the default settings.
         user_id = stdio.clean_user(args.user, limit=DEFAULTS["MAX_USER_ID_CHARS"])
-        scope = stdio.clean_scope(args.scope, config=Config(DEFAULTS))
+        scope = clean_write_scope(args.scope, config=Config(DEFAULTS))
         with stdio.protocol_safe_stdout():
             from ..facade import ILabMemory
 

@@ -11,7 +11,7 @@ replica behind a load balancer answers any request. Each HTTP request is checked
 
 authentication also settles the one scope the request acts in, by the API's rule
 (``api.identity.acting_scope``, the endpoint's ``scope`` standing for the scope a request names):
-the account's ``ACCOUNT_SCOPES`` binding, else the endpoint's scope, else the shared space; an
+the account's binding (``SCOPE_RESOLVER``), else the endpoint's scope, else the shared space; an
 account bound to another scope than the endpoint's is refused (403, ``scope_bound``). Then each
 tool call resolves its user_id with ``USER_ID_RESOLVER`` (a ``user_id`` argument
 naming someone else needs ``ilab_memory.act_for_any_user``) and counts against the API's
@@ -29,7 +29,13 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import APIException, MethodNotAllowed, NotAuthenticated, PermissionDenied, Throttled
+from rest_framework.exceptions import (
+    APIException,
+    MethodNotAllowed,
+    NotAuthenticated,
+    PermissionDenied,
+    Throttled,
+)
 
 from .server import ToolRefusal
 
@@ -111,7 +117,7 @@ class MemoryMCPApp:
 
     ``memory``: the ``ILabMemory`` to serve (default ``ILabMemory()``, the site's default
     database). ``scope``: the scope every call acts in (checked when the app starts); None
-    (default) leaves it to the account's ``ACCOUNT_SCOPES`` binding, else the shared space.
+    (default) leaves it to the account's binding (``SCOPE_RESOLVER``), else the shared space.
     ``authentication_classes``: DRF authentication classes tried in order (default:
     bearer tokens, then ``Token`` tokens; session cookies are deliberately not among them, so a
     browser page cannot call tools with a logged-in operator's cookie). ``transport_security``:
@@ -140,11 +146,11 @@ class MemoryMCPApp:
 
         from ..conf import get_config
         from ..facade import ILabMemory
-        from ..scopes import clean_scope
+        from ..scopes import clean_write_scope
         from .server import build_server
 
         if self.scope is not None:
-            clean_scope(self.scope, config=get_config())  # a bad one stops the start, not every call
+            clean_write_scope(self.scope, config=get_config())  # a bad one stops the start, not every call
         memory = self._memory if self._memory is not None else ILabMemory()
         server = build_server(memory, _principal_from_scope)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

@@ -78,16 +78,3 @@ def clean_user(user_id: Any, *, limit: int | None = None) -> str:
         limit = get_config().MAX_USER_ID_CHARS
     return clean_user_id(user_id, limit=limit)
 
-
-def clean_scope(scope: Any, *, config=None) -> str:
-    """The --scope value, checked by ``scopes.clean_scope``; ValidationError when unusable.
-
-    ``config`` defaults to the site's settings (Django must be set up then).
-    """
-    from ..scopes import clean_scope as clean
-
-    if config is None:
-        from ..conf import get_config
-
-        config = get_config()
-    return clean(scope, config=config)

@@ -29,7 +29,7 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus, VectorStamp
-from ..scopes import ALL, EVERY_SCOPE, SHARED, Reach, clean_held, clean_reach, clean_scope
+from ..scopes import ALL, SHARED, Reach, clean_held_scope, clean_read_reach, clean_write_scope
 from ..signals import send_on_commit, user_forgotten
 from ..sql import lock_user
 from ..types import iso
@@ -71,14 +71,13 @@ def export_reach(scope: Any, *, config: Config) -> Reach:
     that scope alone, also one the settings no longer allow: the data is held); a list exactly
     those. Raises ValidationError("scope", ...) for a bad one."""
     if isinstance(scope, (list, tuple)):
-        return clean_reach(scope, config=config)
-    scope = clean_held(scope, config=config)
-    return EVERY_SCOPE if scope == ALL else Reach(scopes=(scope,), own=scope)
+        return clean_read_reach(scope, config=config)
+    return Reach.exactly(clean_held_scope(scope, config=config))
 
 
 def _session_rows(user_id: str, reach: Reach, *, using: str) -> Iterator[dict]:
     rows = (
-        Session.objects.using(using).for_user(user_id).filter(**reach.filter()).order_by("started_at", "id")
+        Session.objects.using(using).for_user(user_id).filter(reach.q()).order_by("started_at", "id")
         .values(*SESSION_FIELDS).iterator(chunk_size=CHUNK)
     )
     for row in rows:
@@ -93,7 +92,7 @@ def _session_rows(user_id: str, reach: Reach, *, using: str) -> Iterator[dict]:
 
 def _observation_rows(user_id: str, reach: Reach, *, using: str, history: "_History") -> Iterator[dict]:
     rows = (
-        Observation.objects.using(using).for_user(user_id).filter(**reach.filter())
+        Observation.objects.using(using).for_user(user_id).filter(reach.q())
         .order_by("created_at", "id")
         .values(*OBSERVATION_FIELDS).iterator(chunk_size=CHUNK)
     )
@@ -282,7 +281,7 @@ def _record_scope(field: str, row: dict, *, target: str | None, config: Config) 
     if value is None:
         _fail(f"{field}.scope", "must be a string (empty for the shared space).", "invalid_type")
     try:
-        return clean_scope(value, config=config)
+        return clean_write_scope(value, config=config)
     except ValidationError as error:
         raise ValidationError(
             f"{field}.scope", error.message, code=error.code, limit=error.limit, size=error.size
@@ -519,7 +518,7 @@ def user_import(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    target = None if scope is None else clean_scope(scope, config=config)
+    target = None if scope is None else clean_write_scope(scope, config=config)
     cleaned_sessions, cleaned_observations, revisions = clean_document(data, config=config, scope=target)
 
     def run():
@@ -666,9 +665,9 @@ def user_forget(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_held(scope, config=config)
+    scope = clean_held_scope(scope, config=config)
     whole_user = scope == ALL
-    part = {} if whole_user else {"scope": scope}
+    erased = Reach.exactly(scope)
     connection = connections[using]
     sqlite = connection.vendor == "sqlite"
 
@@ -678,19 +677,19 @@ def user_forget(
         # A writer on the fast path holds its session's row lock instead (sql.bump_live_session): lock
         # every session row erased, so one in flight commits first (the deletes below then see its
         # rows) and the next one waits, then finds no session and opens one after the erasure.
-        sessions_erased = Session.objects.using(using).for_user(user_id).filter(**part)
-        observations_erased = Observation.objects.using(using).for_user(user_id).filter(**part)
+        sessions_erased = Session.objects.using(using).for_user(user_id).filter(erased.q())
+        observations_erased = Observation.objects.using(using).for_user(user_id).filter(erased.q())
         session_ids = list(sessions_erased.select_for_update().values_list("pk", flat=True))
         _forget_admin_log_labels(Session, session_ids)
         _forget_admin_log_labels(Observation, observations_erased.values_list("pk", flat=True).iterator())
-        of_observation = {f"observation__{name}": value for name, value in part.items()}
+        of_observation = erased.q("observation__")
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using)
-        revisions = (revisions.filter(user_id=user_id, **of_observation).delete()[0]
-                     + revisions.filter(observation__user_id=user_id, **of_observation).delete()[0])
+        revisions = (revisions.filter(of_observation, user_id=user_id).delete()[0]
+                     + revisions.filter(of_observation, observation__user_id=user_id).delete()[0])
         vectors = ObservationVector.objects.using(using)
-        vectors = (vectors.filter(user_id=user_id, **part).delete()[0]
-                   + vectors.filter(observation__user_id=user_id, **of_observation).delete()[0])
+        vectors = (vectors.filter(erased.q(), user_id=user_id).delete()[0]
+                   + vectors.filter(of_observation, observation__user_id=user_id).delete()[0])
         stamp = VectorStamp.objects.using(using).filter(user_id=user_id)
         if whole_user:
             stamp.delete()

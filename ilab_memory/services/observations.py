@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -14,7 +13,7 @@ from .. import sql
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
 from ..models import Observation, ObservationRevision
-from ..scopes import ALL, clean_scope, clean_target
+from ..scopes import ALL, Reach, clean_target_scope, clean_write_scope
 from ..signals import observation_saved, send_on_commit
 from ..types import DeleteResult, ObservationRecord, SaveResult, observation_record
 from ..validation import (
@@ -116,14 +115,9 @@ def _revise(observation: Observation, *, values: dict, blocks: int, session_id, 
     embedding.requeue(observation, now=now, config=config, using=using)
 
 
-def _in_target(scope: str) -> dict:
-    """The filter of a write by id in ``scope`` (``clean_target``'s value)."""
-    return {} if scope == ALL else {"scope": scope}
-
-
-def _target_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
-    """The scope a write by id works in: ``scope`` itself, or with ``"*"`` the live
-    observation's own (None: the user has no such live observation)."""
+def _row_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
+    """The scope of the row a write by id changes, whose session it claims: ``scope`` itself, or
+    with ``"*"`` the live observation's own (None: the user has no such live observation)."""
     if scope != ALL:
         return scope
     found = Observation.objects.using(using).live_for_user(user_id).filter(pk=pk).values_list("scope", flat=True)
@@ -156,7 +150,7 @@ def observation_save(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_scope(scope, config=config)
+    scope = clean_write_scope(scope, config=config)
     fields = clean_fields(
         config=config, type=type, title=title, content=content, topic_key=topic_key, metadata=metadata
     )
@@ -218,7 +212,7 @@ def observation_update(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_target(scope, config=config)
+    scope = clean_target_scope(scope, config=config)
     given = {
         name: value
         for name, value in (
@@ -239,12 +233,12 @@ def observation_update(
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too. Its
         # scope is the observation's: with "*" it is read first (a row never changes scope).
-        target = _target_scope(user_id, pk, scope, using=using)
+        row_scope = _row_scope(user_id, pk, scope, using=using)
         session_id = None
-        if not keep_session and target is not None:
-            session_id = claim_active_session(user_id, target, now=now, config=config, using=using)[0]
-        observation = None if target is None else _locked_live(
-            Observation.objects.filter(pk=pk, scope=target), user_id, using)
+        if not keep_session and row_scope is not None:
+            session_id = claim_active_session(user_id, row_scope, now=now, config=config, using=using)[0]
+        observation = None if row_scope is None else _locked_live(
+            Observation.objects.filter(Reach.exactly(scope).q(), pk=pk), user_id, using)
         if observation is None:
             raise ObservationNotFound("No such observation.")
         session_id = session_id or observation.session_id
@@ -277,14 +271,14 @@ def observation_delete(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_target(scope, config=config)
+    scope = clean_target_scope(scope, config=config)
     if not isinstance(hard, bool):
         # "false" is truthy: guessing here could erase what the caller meant to keep.
         raise ValidationError("hard", "must be true or false.", code="invalid_type")
     pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
-        mine = Observation.objects.using(using).for_user(user_id).filter(pk=pk, **_in_target(scope))
+        mine = Observation.objects.using(using).for_user(user_id).filter(Reach.exactly(scope).q(), pk=pk)
         if hard:
             deleted, _ = mine.delete()
             found = deleted > 0
@@ -306,13 +300,13 @@ def observation_restore(
     of its scope."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_target(scope, config=config)
+    scope = clean_target_scope(scope, config=config)
     pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
         observation = (
             next(iter(Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
-                      .filter(pk=pk, **_in_target(scope)).order_by()[:1]), None)
+                      .filter(Reach.exactly(scope).q(), pk=pk).order_by()[:1]), None)
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")

@@ -11,7 +11,7 @@ from .. import selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus
-from ..scopes import SHARED, clean_scope, read_of
+from ..scopes import SHARED, clean_read_reach, clean_write_scope
 from ..signals import send_on_commit, session_closed, session_started
 from ..types import SessionRecord, SessionStartResponse, session_record
 from ..validation import check_length, check_text, clean_user_id
@@ -119,7 +119,7 @@ def session_start(*, user_id: str, scope: str = "", config: Config | None = None
     return the context the scope reads (its own and the shared space)."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_scope(scope, config=config)
+    scope = clean_write_scope(scope, config=config)
     now = timezone.now()
     # The common case, a live session, needs no transaction: one statement finds it and keeps
     # it alive, and the reads after it are reads (on SQLite they then take no write lock).
@@ -128,7 +128,7 @@ def session_start(*, user_id: str, scope: str = "", config: Config | None = None
         session_id, is_new = atomic_with_retry(
             lambda: _claim_locked(user_id, scope, now=now, config=config, using=using), using=using
         )
-    reach = read_of(scope)  # the scope is clean already: what its reads see, without checking it again
+    reach = clean_read_reach(scope, config=config)  # what the scope reads: it and the shared space
     return SessionStartResponse(
         session_id=str(session_id),
         is_new=is_new,
@@ -163,7 +163,7 @@ def session_summary(
     """Store a narrative summary on the scope's active session without closing it (a write)."""
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_scope(scope, config=config)
+    scope = clean_write_scope(scope, config=config)
     text, blocks = clean_summary(summary, config=config, allow_blank=False)
 
     def run():
@@ -190,7 +190,7 @@ def session_end(
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
-    scope = clean_scope(scope, config=config)
+    scope = clean_write_scope(scope, config=config)
     text, blocks = clean_summary(summary, config=config, allow_blank=True)
 
     def run():

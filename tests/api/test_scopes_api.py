@@ -503,3 +503,44 @@ def test_every_endpoint_documents_its_scope(as_alice):
     assert ("patch", f"{API}observations/{{id}}/", "body") in documented
     read = next(p for p in schema["paths"][f"{API}context/"]["get"]["parameters"] if p["name"] == "scope")
     assert read["schema"]["type"] == "array" and read["schema"]["maxItems"] == 20 and "'*'" in read["description"]
+
+
+# -- a site's own scope resolver -----------------------------------------------------------------
+
+
+def scope_from_group(request):
+    """A site's ``SCOPE_RESOLVER``: an account in the group ``agent:<scope>`` acts in that scope."""
+    names = request.user.groups.filter(name__startswith="agent:").values_list("name", flat=True)
+    return next((name.removeprefix("agent:") for name in names), None)
+
+
+def test_the_scope_resolver_the_setting_names_binds_an_account(ilab_settings, alice, as_alice, memories):
+    # ACCOUNT_SCOPES is what the default resolver reads: another resolver does not read it.
+    ilab_settings(SCOPE_RESOLVER="tests.api.test_scopes_api.scope_from_group",
+                  ACCOUNT_SCOPES={alice.username: CODING})
+    assert titles(as_alice.get(API + "observations/")) == {"Her name is Alice"}  # not bound: the shared space
+    alice.groups.create(name="agent:support")
+    assert save(as_alice, title="Refund approved").json()["observation"]["scope"] == SUPPORT
+    assert titles(as_alice.get(API + "observations/")) == {"Prefers email over phone", "Her name is Alice",
+                                                           "Refund approved"}
+    before = snapshot()
+    refused = save(as_alice, CODING, title="Sneaked in")
+    assert (refused.status_code, refused.json()["code"]) == (403, "scope_bound")
+    assert as_alice.get(API + "observations/", {"scope": "*"}).json()["code"] == "scope_bound"
+    assert snapshot() == before
+
+
+def test_the_scope_resolver_may_be_a_callable(ilab_settings, as_alice, memories):
+    ilab_settings(SCOPE_RESOLVER=lambda request: CODING)
+    assert titles(as_alice.get(API + "observations/")) == {"Writes Python 3.12", "Her name is Alice"}
+    assert as_alice.get(API + "stats/").json()["scope"] == "coding,"
+
+
+def test_a_scope_the_resolver_gives_is_checked_like_one_a_request_names(ilab_settings, as_alice, memories):
+    ilab_settings(SCOPE_RESOLVER=lambda request: "Not A Slug", SCOPES=[SUPPORT, CODING])
+    before = snapshot()
+    assert_scope_400(save(as_alice, title="t"), "invalid_scope")
+    assert_scope_400(as_alice.get(API + "context/"), "invalid_scope")
+    ilab_settings(SCOPE_RESOLVER=lambda request: "billing")
+    assert_scope_400(save(as_alice, title="t"), "scope_not_allowed")
+    assert snapshot() == before

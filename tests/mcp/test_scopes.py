@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import override_settings
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -347,6 +347,22 @@ def test_an_account_bound_to_another_scope_is_refused_at_a_scoped_endpoint(scope
     with bound({alice.user.username: "coding"}):  # the same scope: served
         with mcp_client(url, alice.token) as mcp:
             assert mcp.ok("mem_save", title="Agreed", content="c")["observation"]["scope"] == "coding"
+
+
+def test_the_scope_resolver_the_setting_names_binds_an_account(mcp_url, alice, bob):
+    group = Group.objects.create(name="agent:support")
+    alice.user.groups.add(group)
+    try:
+        with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": "tests.api.test_scopes_api.scope_from_group"}):
+            with mcp_client(mcp_url, alice.token) as mcp:  # in the group: bound to its scope
+                saved = mcp.ok("mem_save", title="Refund approved", content="By phone.")["observation"]
+                assert saved["scope"] == "support"
+                assert mcp.ok("mem_stats")["scope"] == "support,"
+            with mcp_client(mcp_url, bob.token) as other:  # not in it: unbound, the shared space
+                assert other.ok("mem_save", title="Bob's note", content="c")["observation"]["scope"] == ""
+    finally:
+        group.delete()
+    assert set(Observation.objects.values_list("user_id", "scope")) == {(alice.user_id, "support"), (bob.user_id, "")}
 
 
 async def lifespan_startup(app) -> list[dict]:

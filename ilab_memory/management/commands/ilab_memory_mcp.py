@@ -25,14 +25,16 @@ class Command(BaseCommand):
         except MissingExtra as error:
             raise CommandError(f"ilab_memory_mcp: {error}") from None
         from ilab_memory import ILabMemory
+        from ilab_memory.conf import get_config
         from ilab_memory.mcp import stdio
+        from ilab_memory.scopes import clean_write_scope
 
         try:
             user_id = stdio.clean_user(options["user"])
         except ValidationError as error:
             raise CommandError(f"--user {error.message}") from None
         try:
-            scope = stdio.clean_scope(options["scope"])
+            scope = clean_write_scope(options["scope"], config=get_config())
         except ValidationError as error:
             raise CommandError(f"--scope {error.message}") from None
         stdio.serve(ILabMemory(using=options["database"]), user_id, scope)

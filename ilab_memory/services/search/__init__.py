@@ -22,10 +22,8 @@ from __future__ import annotations
 from django.utils import timezone
 
 from ...conf import Config, get_config
-from ...exceptions import ValidationError
 from ...models import Observation
-from ...scopes import Reach
-from ...selectors import reach_of
+from ...scopes import Reach, clean_read_reach
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
@@ -68,7 +66,7 @@ def observation_search(
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     query = clean_query(query, config)
-    reach = reach_of(scope, config)
+    reach = clean_read_reach(scope, config=config)
     if type is not None:
         type = clean_type(type, allowed=None)
     limit = _clean_limit(limit, config)
@@ -90,7 +88,7 @@ def observation_search(
     candidates = dict(lexical)
     missing = [pk for pk in meaning.cosines if pk not in candidates]
     if missing:
-        found = Observation.objects.using(using).live_for_user(user_id).filter(pk__in=missing, **reach.filter())
+        found = Observation.objects.using(using).live_for_user(user_id).filter(reach.q(), pk__in=missing)
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))

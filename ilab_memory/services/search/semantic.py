@@ -56,12 +56,12 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
         threshold = None if words_found else float("inf")
     elif not words_found:
         threshold = vectors.derived_from_rows(
-            user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions,
+            user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions,
             using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
             compute=lambda rows: calibration.null_of(model, rows),
         )
     cosines = vectors.similarities(
-        user_id=user_id, scopes=reach.scopes, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector,
+        user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector,
         n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
     )
     return Meaning(cosines, threshold=threshold, **found)
