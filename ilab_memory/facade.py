@@ -262,7 +262,7 @@ class ILabMemory:
     def mem_export(self, user_id: str, *, scope="*") -> dict:
         """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
         scope) as a versioned dict; each record names its scope."""
-        from .services.data import user_export
+        from .services.export import user_export
 
         return user_export(user_id=user_id, scope=scope, **self._kwargs())
 
@@ -270,14 +270,14 @@ class ILabMemory:
         """Add an export's rows the user lacks, each into its record's scope (an export without
         scopes: the shared space), or all into ``scope`` when given; idempotent;
         ValidationError, nothing written, on a bad one."""
-        from .services.data import user_import
+        from .services.imports import user_import
 
         return user_import(user_id=user_id, data=data, scope=scope, **self._kwargs())
 
     def mem_forget_user(self, user_id: str, *, scope: str = "*") -> dict[str, int]:
         """Erase every row of the user (or only of one ``scope``) in one transaction; returns
         the counts per kind."""
-        from .services.data import user_forget
+        from .services.erasure import user_forget
 
         return user_forget(user_id=user_id, scope=scope, **self._kwargs())
 

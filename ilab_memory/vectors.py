@@ -23,12 +23,11 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from django.db import connections
-from .models import ObservationVector, VectorStamp
+from .models import VECTOR_TABLE, ObservationVector, VectorStamp, first_or_none
 
 if TYPE_CHECKING:
     import numpy
 
-VECTOR_TABLE = ObservationVector._meta.db_table
 PGVECTOR_COLUMN = "embedding"
 
 
@@ -216,7 +215,7 @@ def _all_current(entry: _Matrix, found: dict, *, model_id: str, using: str) -> b
 def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
                         max_bytes: int, scopes=None) -> dict:
     key = (using, user_id, model_id)
-    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    stamp = first_or_none(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True))
     entry = matrices.get(key, stamp) if stamp is not None else None
     if entry is not None:
         found = _nearest(entry, scopes, query, n, also)
@@ -235,7 +234,7 @@ def derived_from_rows(*, user_id: str, scopes: tuple[str, ...] | None = None, mo
     """``compute(rows)`` over the user's vectors of ``model_id`` in ``scopes``, kept with the
     process's matrix of them under ``key`` until a new vector of the user is stored (its stamp).
     Read from the same matrix as the numpy lookup, with or without pgvector."""
-    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    stamp = first_or_none(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True))
     cache_key = (using, user_id, model_id)
     entry = matrices.get(cache_key, stamp) if stamp is not None else None
     if entry is None:

@@ -171,7 +171,7 @@ def _observations(n: int, user_id: str):
 def _export_peak_bytes(user_id: str) -> int:
     import tracemalloc
 
-    from ilab_memory.services.data import user_export_json
+    from ilab_memory.services.export import user_export_json
 
     tracemalloc.start()
     try:
@@ -192,8 +192,9 @@ def test_export_memory_does_not_grow_with_the_number_of_rows(db):
 
 
 def test_an_observation_saved_and_revised_while_the_export_runs_is_left_out_with_its_history(mem):
-    from ilab_memory.services.data import clean_document, user_export_json
     from ilab_memory.conf import get_config
+    from ilab_memory.services.document import clean_document
+    from ilab_memory.services.export import user_export_json
 
     mem.mem_save("alice", "Editor", "vim", topic_key="editor")
     mem.mem_save("alice", "Editor", "emacs", topic_key="editor")

@@ -8,7 +8,8 @@
   writer follows) next to the queries against it, so the two cannot drift apart. User text
   never reaches an engine's query syntax: every token is quoted there.
 * ``index``: rebuild and repair the index on either engine (the rebuild command,
-  ``post_migrate``, every SQLite search); the migrations hold their own copy of its statements.
+  ``post_migrate``) and give each SQLite connection its terms table; the migrations hold their
+  own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
 * ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
 * ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
@@ -22,16 +23,14 @@ from __future__ import annotations
 from django.utils import timezone
 
 from ...conf import Config, get_config
-from ...exceptions import ValidationError
 from ...models import Observation
 from ...scopes import Reach
-from ...selectors import reach_of
-from ...selectors import with_content_head
+from ...selectors import reach_of, with_content_head
 from ...types import ObservationCompact, observation_compact
 from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
 from .. import embedding
 from . import fusion, semantic
-from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
+from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
 from .query import STOP_WORDS, parse_query, tokens
 from .sqlite import SQLITE_TABLE
 
@@ -121,7 +120,7 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
             engine=engine, relevance=float(match.relevance) if match else None,
             all_terms=bool(match and match.all_terms), coverage=float(match.coverage) if match else 0.0,
             cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
-            recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
+            recency=fusion.recency_factor((now - row.updated_at).total_seconds() / 86400),
         )
         if signals.evidence:
             scored.append((signals, row))
