@@ -2,8 +2,8 @@
 
 The FTS5 table ``ilab_memory_search`` is kept in sync by triggers on the observation table
 (same transaction), so every writer follows: services, the ORM (``QuerySet.delete()``,
-``bulk_create``), raw SQL. The DDL here serves the self-check and the rebuild command
-(``index.py``); migration 0002 holds its own copy, and a test checks they build the same. A
+``bulk_create``), raw SQL. The DDL here serves the repair after ``migrate`` and the rebuild
+command (``index.py``); migration 0002 holds its own copy, and a test checks they build the same. A
 query never reaches FTS5's syntax as the user typed it: every token is quoted here
 (``fts5_phrase``).
 
