@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from django.db import connections
+
 from .models import VECTOR_TABLE, ObservationVector, VectorStamp, first_or_none
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
 
 
 class _Matrix:
-    __slots__ = ("stamp", "observation_ids", "generations", "scopes", "distinct_scopes", "rows", "index", "derived")
+    __slots__ = ("derived", "distinct_scopes", "generations", "index", "observation_ids", "rows", "scopes", "stamp")
 
     def __init__(self, stamp, observation_ids, generations, scopes, rows):
         self.stamp = stamp

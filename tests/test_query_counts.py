@@ -9,7 +9,6 @@ from django.test.utils import CaptureQueriesContext
 from ilab_memory.services.embedding import embed_waiting
 from tests.factories import ObservationFactory, SessionFactory
 
-
 TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT", "BEGIN", "COMMIT")
 
 

@@ -37,8 +37,8 @@ from ..services import sessions as session_services
 from . import serializers
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
-from .metadata import InputMetadata
 from .identity import NOT_NAMED, acting_scope, acting_user_id
+from .metadata import InputMetadata
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses

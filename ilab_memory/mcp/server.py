@@ -17,7 +17,8 @@ choose another's.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import mcp_types
 from asgiref.sync import sync_to_async

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 
 from django.db import connections, transaction
 
@@ -93,12 +94,8 @@ def user_forget(
             send_on_commit(user_forgotten, Session, using=using, user_id=user_id, counts=counts)
         return counts
 
-    if sqlite:
-        with secure_delete(connection):
-            counts = atomic_with_retry(run, using=using)
-    else:
+    with secure_delete(connection) if sqlite else nullcontext():
         counts = atomic_with_retry(run, using=using)
     if sqlite:
-        # Old page versions still sit in the write-ahead log until a checkpoint rewrites it.
         transaction.on_commit(lambda: checkpoint_wal(using), using=using)
     return counts
