@@ -107,7 +107,7 @@ def count_duplicate(*, user_id: str, scope: str = SHARED, digest: str, since: da
         _param(Observation, "last_seen_at", now, connection), topic_key, user_id, scope, digest,
         _param(Observation, "created_at", since, connection),
     ]
-    counted = list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))  # the one twin, or none
+    counted = list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))  # the twin, or none
     return counted[0] if counted else None
 
 

@@ -404,7 +404,7 @@ class TestAMigrationThatAltersAField:
             if connection.vendor == "sqlite":  # the rebuilt table lost its triggers until post_migrate
                 assert {r.title for r in tmem.mem_search("u", "migration")} == {"Before the migration"}
             migrated()
-            created = tmem.mem_save("u", "After the migration", "written once the triggers were back").observation
+            created = tmem.mem_save("u", "After the migration", "written with the triggers back").observation
             assert {r.title for r in tmem.mem_search("u", "migration")} == {
                 "After the migration", "During the migration", "Before the migration"}
             tmem.mem_delete("u", created.id, hard=True)

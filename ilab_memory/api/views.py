@@ -206,7 +206,9 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
         responses={
             200: serializers.SessionRecordSerializer,
             **error_responses(*WRITE_ERRORS),
-            404: OpenApiResponse(serializers.ErrorSerializer, description=_('No active session (code "no_active_session").')),
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description=_('No active session (code "no_active_session").')
+            ),
         },
     )
     @action(detail=False, methods=["post"])
@@ -261,7 +263,10 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     filterset_class = ObservationFilter
     lookup_value_regex = "[^/]+"
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    input_serializers = {"create": serializers.ObservationCreateInputSerializer, "partial_update": serializers.ObservationUpdateInputSerializer}
+    input_serializers = {
+        "create": serializers.ObservationCreateInputSerializer,
+        "partial_update": serializers.ObservationUpdateInputSerializer,
+    }
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user

@@ -105,7 +105,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
         ]
     )
 
-    def call(principal: Principal, spec: tools.ToolSpec, arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
+    def call(principal: Principal, spec: tools.ToolSpec,
+             arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
         # Runs in a worker thread: the ORM is synchronous. Connections are recycled around each
         # call as Django does around each request (CONN_MAX_AGE, health checks).
         from django.db import close_old_connections
@@ -117,7 +118,7 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             user_id = principal.acting_user_id(args.pop("user_id", None))
             structured, text = spec.run(memory, user_id, principal.scope, args)
             return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
-                                        structured_content=structured)
+                                            structured_content=structured)
         except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:
             body = error_body(exc)
             logger.info("Tool %s refused: %s", spec.name, body["code"])

@@ -74,7 +74,8 @@ def sqlite_triggers_present(connection) -> bool:
     """Whether the observation table has the index's three triggers."""
     with connection.cursor() as cursor:
         cursor.execute(  # raw: the schema table has no model
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)",
+            "SELECT count(*) FROM sqlite_master"
+            " WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)",
             [OBSERVATION_TABLE, *SQLITE_TRIGGERS],
         )
         return cursor.fetchone()[0] == len(SQLITE_TRIGGERS)
