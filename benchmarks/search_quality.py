@@ -129,10 +129,10 @@ def baseline_search(*, user_id: str, query: str, limit: int = K, using: str = "d
     """engram's search: each whitespace word quoted, all required, equal weights, no fallback."""
     from django.db import connections
 
+    from ilab_memory.models import OBSERVATION_TABLE
     from ilab_memory.services.search.postgresql import tsquery_phrase
     from ilab_memory.services.search.query import tokens
     from ilab_memory.services.search.sqlite import SQLITE_TABLE, fts5_phrase
-    from ilab_memory.services.search.tables import OBSERVATION_TABLE
 
     phrases = [tuple(tokens(word)) for word in query.split()]
     phrases = [p for p in phrases if p]
@@ -194,7 +194,7 @@ def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
     for q in data["queries"]:
         try:
             ranked = run(q["user_id"], q["query"])
-        except Exception as error:  # counted and reported: the target is zero
+        except Exception as error:  # noqa: BLE001 (counted and reported: the target is zero)
             totals["errors"] += 1
             ranked = []
             print(f"error in {q['id']}: {type(error).__name__}: {error}", file=sys.stderr)

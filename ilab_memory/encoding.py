@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import types as pytypes
 import typing
+from types import UnionType
 from typing import Any, Union
 
 from .exceptions import IlabMemoryError, ValidationError
@@ -117,7 +117,7 @@ def _described(schema: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
-    if typing.get_origin(annotation) in (Union, pytypes.UnionType):
+    if typing.get_origin(annotation) in (Union, UnionType):
         members = [member for member in typing.get_args(annotation) if member is not type(None)]
         nullable = len(members) < len(typing.get_args(annotation))
         if all(member in SCORE_KINDS for member in members):

@@ -87,7 +87,7 @@ class ILabMemory:
         self._config()  # fail now on a bad override, not on the first call
 
     @classmethod
-    def from_path(cls, path, **overrides: Any) -> "ILabMemory":
+    def from_path(cls, path, **overrides: Any) -> ILabMemory:
         """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it; start
         the background embedder if memories wait for a vector there.
 
@@ -212,7 +212,7 @@ class ILabMemory:
 
         unknown = set(fields) - {"title", "content", "type", "topic_key", "metadata"}
         if unknown:
-            raise ValidationError(sorted(unknown)[0], "is not a field that can be updated.", code="unknown_field")
+            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
         return observation_update(
             user_id=user_id, observation_id=observation_id, scope=scope, **fields, **self._kwargs()
         )
@@ -262,7 +262,7 @@ class ILabMemory:
     def mem_export(self, user_id: str, *, scope="*") -> dict:
         """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
         scope) as a versioned dict; each record names its scope."""
-        from .services.data import user_export
+        from .services.export import user_export
 
         return user_export(user_id=user_id, scope=scope, **self._kwargs())
 
@@ -270,14 +270,14 @@ class ILabMemory:
         """Add an export's rows the user lacks, each into its record's scope (an export without
         scopes: the shared space), or all into ``scope`` when given; idempotent;
         ValidationError, nothing written, on a bad one."""
-        from .services.data import user_import
+        from .services.imports import user_import
 
         return user_import(user_id=user_id, data=data, scope=scope, **self._kwargs())
 
     def mem_forget_user(self, user_id: str, *, scope: str = "*") -> dict[str, int]:
         """Erase every row of the user (or only of one ``scope``) in one transaction; returns
         the counts per kind."""
-        from .services.data import user_forget
+        from .services.erasure import user_forget
 
         return user_forget(user_id=user_id, scope=scope, **self._kwargs())
 

@@ -13,6 +13,17 @@ from django.utils.translation import gettext_lazy as _
 from .scopes import SCOPE_COLUMN_CHARS, SHARED
 
 
+def first_or_none(queryset):
+    """The row ``queryset`` finds, or None: for lookups that match at most one row.
+
+    Not ``.first()``: it adds an ORDER BY (the model's ordering, else the primary key), which
+    costs a sort and can steer the planner away from the index that finds the row (with an
+    observation's ``-updated_at`` SQLite walks the user's whole index instead of the unique one
+    that holds the topic or the key). The order is cleared and one row asked for.
+    """
+    return next(iter(queryset.order_by()[:1]), None)
+
+
 def scope_field():
     """A row's scope (SPEC §14): a slug below the user; "" is the user's shared space."""
     return models.CharField(_("scope"), max_length=SCOPE_COLUMN_CHARS, default=SHARED, blank=True)
@@ -345,3 +356,10 @@ class EmbedderCalibration(models.Model):
 
     def __str__(self):
         return self.model_id
+
+
+# The tables the hand-written statements name (``sql.py``, the search index, the pgvector
+# lookup), read from the models so the SQL follows a model's ``db_table``.
+SESSION_TABLE = Session._meta.db_table
+OBSERVATION_TABLE = Observation._meta.db_table
+VECTOR_TABLE = ObservationVector._meta.db_table

@@ -19,11 +19,9 @@ from functools import cache
 from django.db import connections
 
 from . import scoring
-from .models import Observation, Session, SessionStatus
+from .models import OBSERVATION_TABLE, SESSION_TABLE, Observation, Session, SessionStatus
 from .scopes import SHARED, SHARED_SPACE, Reach
 
-OBS = Observation._meta.db_table
-SESSION = Session._meta.db_table
 ACTIVE = SessionStatus.ACTIVE.value
 OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
 
@@ -55,7 +53,7 @@ def lock_user(user_id: str, scope: str = SHARED, *, using: str) -> None:
 
 
 BUMP_LIVE_SESSION = f"""
-    UPDATE {SESSION} SET last_activity_at = %s
+    UPDATE {SESSION_TABLE} SET last_activity_at = %s
     WHERE user_id = %s AND scope = %s AND status = '{ACTIVE}' AND last_activity_at >= %s
     RETURNING id"""
 
@@ -85,10 +83,10 @@ def bump_live_session(user_id: str, scope: str = SHARED, *, now: datetime, live_
 # repeat naming a topic the first save lacked keeps it (no live row holds that topic, or the
 # save would have revised it), so the next save of the topic revises this row.
 COUNT_DUPLICATE = f"""
-    UPDATE {OBS} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
+    UPDATE {OBSERVATION_TABLE} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
         session_id = %s, last_seen_at = %s, topic_key = coalesce(topic_key, %s)
     WHERE id = (
-        SELECT id FROM {OBS}
+        SELECT id FROM {OBSERVATION_TABLE}
         WHERE user_id = %s AND scope = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
         ORDER BY created_at DESC LIMIT 1
     ) AND deleted_at IS NULL
@@ -109,7 +107,8 @@ def count_duplicate(*, user_id: str, scope: str = SHARED, digest: str, since: da
         _param(Observation, "last_seen_at", now, connection), topic_key, user_id, scope, digest,
         _param(Observation, "created_at", since, connection),
     ]
-    return next(iter(list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))), None)
+    counted = list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))  # the twin, or none
+    return counted[0] if counted else None
 
 
 # The user's rows in an order only the user's own index (ilab_mem_obs_user_updated) gives, so
@@ -134,14 +133,14 @@ def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit:
         SELECT id, updated_at, own, hours, type_weight, {scoring.SCORE_COLUMNS}
         FROM (
             SELECT id, updated_at, {own_first} AS own, {scoring.factor_columns(vendor, weighted_types)}
-            FROM {OBS}
+            FROM {OBSERVATION_TABLE}
             WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL{in_scopes}
             ORDER BY user_id, updated_at DESC, id DESC
             LIMIT {int(candidates)}
         ) c
         ORDER BY score DESC, own DESC, updated_at DESC, id DESC
         LIMIT {int(limit)}
-    ) w JOIN {OBS} o ON o.id = w.id
+    ) w JOIN {OBSERVATION_TABLE} o ON o.id = w.id
     ORDER BY w.score DESC, w.own DESC, w.updated_at DESC, w.id DESC"""
 
 

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING
 
 from django.db import connections
 
-from .models import ObservationVector, VectorStamp
+from .models import VECTOR_TABLE, ObservationVector, VectorStamp, first_or_none
 from .scopes import EVERY_SCOPE, Reach
 
 if TYPE_CHECKING:
     import numpy
 
-VECTOR_TABLE = ObservationVector._meta.db_table
 PGVECTOR_COLUMN = "embedding"
 
 
@@ -109,7 +108,7 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
 
 
 class _Matrix:
-    __slots__ = ("stamp", "observation_ids", "generations", "scopes", "distinct_scopes", "rows", "index", "derived")
+    __slots__ = ("derived", "distinct_scopes", "generations", "index", "observation_ids", "rows", "scopes", "stamp")
 
     def __init__(self, stamp, observation_ids, generations, scopes, rows):
         self.stamp = stamp
@@ -218,7 +217,7 @@ def _all_current(entry: _Matrix, found: dict, *, model_id: str, using: str) -> b
 def _numpy_similarities(user_id: str, model_id: str, query, n: int, also, *, dimensions: int, using: str,
                         max_bytes: int, reach: Reach = EVERY_SCOPE) -> dict:
     key = (using, user_id, model_id)
-    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    stamp = first_or_none(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True))
     entry = matrices.get(key, stamp) if stamp is not None else None
     if entry is not None:
         found = _nearest(entry, reach, query, n, also)
@@ -237,7 +236,7 @@ def derived_from_rows(*, user_id: str, reach: Reach = EVERY_SCOPE, model_id: str
     """``compute(rows)`` over the user's vectors of ``model_id`` in ``reach``, kept with the
     process's matrix of them under ``key`` until a new vector of the user is stored (its stamp).
     Read from the same matrix as the numpy lookup, with or without pgvector."""
-    stamp = next(iter(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True)), None)
+    stamp = first_or_none(VectorStamp.objects.using(using).filter(user_id=user_id).values_list("stamp", flat=True))
     cache_key = (using, user_id, model_id)
     entry = matrices.get(cache_key, stamp) if stamp is not None else None
     if entry is None:

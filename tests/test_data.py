@@ -1,4 +1,4 @@
-"""Export, import and erasure of one user's data (services.data, the facade and the commands)."""
+"""Export, import and erasure of one user's data (the services, the facade and the commands)."""
 
 import json
 import os
@@ -12,8 +12,9 @@ from django.db import connection
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus, VectorStamp
+from ilab_memory.services.document import FORMAT, VERSION
 from ilab_memory.services.embedding import embed_waiting
-from ilab_memory.services.data import FORMAT, VERSION, user_export_json
+from ilab_memory.services.export import user_export_json
 
 
 def fill(mem, user_id="alice"):

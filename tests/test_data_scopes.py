@@ -19,8 +19,9 @@ from ilab_memory.models import (
     SessionStatus,
     VectorStamp,
 )
-from ilab_memory.services.data import VERSION, user_export_json
+from ilab_memory.services.document import VERSION
 from ilab_memory.services.embedding import embed_waiting
+from ilab_memory.services.export import user_export_json
 
 
 def fill(mem, user_id="alice", *, clock):

@@ -98,3 +98,10 @@ def test_no_module_takes_another_modules_private_names():
 def test_the_walk_sees_the_layers_it_checks():
     assert GRAPH[f"{PACKAGE}.services.observations"] >= {f"{PACKAGE}.services.sessions", f"{PACKAGE}.sql"}
     assert layer(f"{PACKAGE}.api.views") == FACES and layer(f"{PACKAGE}.services.search.fusion") == SERVICES
+
+
+def test_table_names_have_one_home():
+    """The hand-written SQL names tables through ``models``' constants, read from ``_meta.db_table``."""
+    assert [module for module, path in MODULES.items() if "_meta.db_table" in path.read_text()] == [
+        f"{PACKAGE}.models"
+    ]

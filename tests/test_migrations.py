@@ -10,11 +10,10 @@ from django.core.management import call_command
 from django.db import connection
 
 from ilab_memory import vectors
-from ilab_memory.models import Observation
+from ilab_memory.models import OBSERVATION_TABLE
 from ilab_memory.services.search.index import index_rebuild
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "ilab_memory" / "migrations"
-OBSERVATION_TABLE = Observation._meta.db_table
 
 
 @pytest.mark.django_db

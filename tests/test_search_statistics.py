@@ -240,13 +240,13 @@ def test_sqlite_relevance_is_bm25_over_the_users_rows(mem, clock, query):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sqlite_search_recreates_its_terms_table_after_a_rollback(tmem):
-    """The vocabulary table lives in the connection's temp schema: a rolled-back first search
-    takes it away, and the next search makes it again."""
+def test_a_sqlite_connection_has_its_terms_table_before_its_first_search(tmem):
+    """The vocabulary table lives in the connection's temp schema, made as the connection opens
+    (outside any transaction): the first search of a new connection finds it, and a search
+    rolled back with its transaction does not take it away."""
     sqlite_only()
     tmem.mem_save("alice", "Deploy checklist", "Migrations first.")
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE IF EXISTS temp.ilab_memory_search_terms")
+    connection.close()
     with pytest.raises(RuntimeError), transaction.atomic():
         assert [r.title for r in tmem.mem_search("alice", "deploy")] == ["Deploy checklist"]
         raise RuntimeError("roll back")

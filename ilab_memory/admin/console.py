@@ -24,7 +24,8 @@ from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
 from ..scopes import ALL, SHARED
-from ..services.data import user_export_json, user_forget
+from ..services.erasure import user_forget
+from ..services.export import user_export_json
 from ..services.search import observation_search
 from ..validation import clean_user_id
 from . import selectors as admin_selectors

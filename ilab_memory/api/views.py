@@ -30,11 +30,11 @@ from ..encoding import encode
 from ..exceptions import ValidationError
 from ..models import Observation, Session
 from ..scopes import ALL, SHARED, clean_read_reach
-from ..services import data as data_services
+from ..services import erasure, export, imports
 from ..services import observations as observation_services
 from ..services import search as search_services
 from ..services import sessions as session_services
-from . import serializers as s
+from . import serializers
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
 from .identity import NOT_NAMED, acting_scope, acting_user_id
@@ -75,7 +75,7 @@ class MemoryAPIMixin(AppErrorMixin):
 
     def validated_query(self, serializer_class) -> dict:
         """The query parameters checked by ``serializer_class``; 400 when malformed."""
-        return s.query_values(serializer_class, self.request.query_params)
+        return serializers.query_values(serializer_class, self.request.query_params)
 
     def input_serializer_class(self, method: str):
         """The serializer of the body a ``method`` request to this route sends, or None."""
@@ -89,7 +89,7 @@ class MemoryAPIMixin(AppErrorMixin):
         The values reach the service as sent: it checks them (types, blanks, limits, private
         blocks), once, for every face.
         """
-        return s.body_fields(self.input_serializer_class(self.request.method), self.request.data)
+        return serializers.body_fields(self.input_serializer_class(self.request.method), self.request.data)
 
     def acting_user_id(self, body: dict | None = None) -> str:
         """The caller's user_id, or the one it names in the body or the query (403 if not allowed)."""
@@ -129,28 +129,28 @@ def _content_length(request) -> int:
 @extend_schema_view(
     list=extend_schema(
         summary=_("The caller's sessions, newest started first (cursor pages)"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.SessionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        responses={200: serializers.SessionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
     ),
     retrieve=extend_schema(
         summary=_("One session"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        responses={200: serializers.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404)},
     ),
 )
 class SessionViewSet(MemoryAPIMixin, GenericViewSet):
     """Sessions are owned by the server: clients start, summarize and end them, never name one."""
 
     queryset = Session.objects.none()
-    serializer_class = s.SessionRecordSerializer
+    serializer_class = serializers.SessionRecordSerializer
     pagination_class = SessionCursorPagination
     filter_backends = [DjangoFilterBackend]
     filterset_class = SessionFilter
     lookup_value_regex = "[^/]+"
     input_serializers = {
-        "start": s.SessionStartInputSerializer,
-        "summary": s.SessionSummaryInputSerializer,
-        "end": s.SessionEndInputSerializer,
+        "start": serializers.SessionStartInputSerializer,
+        "summary": serializers.SessionSummaryInputSerializer,
+        "end": serializers.SessionEndInputSerializer,
     }
 
     def get_queryset(self):
@@ -172,10 +172,10 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("Start or reuse the caller's session (call it whenever the user shows up)"),
-        request=s.SessionStartInputSerializer,
+        request=serializers.SessionStartInputSerializer,
         responses={
-            201: OpenApiResponse(s.SessionStartSerializer, description=_("A new session was opened.")),
-            200: OpenApiResponse(s.SessionStartSerializer, description=_("The active session was reused.")),
+            201: OpenApiResponse(serializers.SessionStartSerializer, description=_("A new session was opened.")),
+            200: OpenApiResponse(serializers.SessionStartSerializer, description=_("The active session was reused.")),
             **error_responses(*WRITE_ERRORS),
         },
     )
@@ -190,8 +190,8 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("Store a narrative summary on the active session without closing it"),
-        request=s.SessionSummaryInputSerializer,
-        responses={200: s.SessionRecordSerializer, **error_responses(*WRITE_ERRORS)},
+        request=serializers.SessionSummaryInputSerializer,
+        responses={200: serializers.SessionRecordSerializer, **error_responses(*WRITE_ERRORS)},
     )
     @action(detail=False, methods=["post"])
     def summary(self, request):
@@ -202,11 +202,13 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("Close the active session now"),
-        request=s.SessionEndInputSerializer,
+        request=serializers.SessionEndInputSerializer,
         responses={
-            200: s.SessionRecordSerializer,
+            200: serializers.SessionRecordSerializer,
             **error_responses(*WRITE_ERRORS),
-            404: OpenApiResponse(s.ErrorSerializer, description=_('No active session (code "no_active_session").')),
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description=_('No active session (code "no_active_session").')
+            ),
         },
     )
     @action(detail=False, methods=["post"])
@@ -223,31 +225,31 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary=_("The caller's live observations, newest update first (cursor pages)"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        responses={200: serializers.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
     ),
     create=extend_schema(
         summary=_("Save an observation: create, revise by topic_key, or count a duplicate"),
-        request=s.ObservationCreateInputSerializer,
+        request=serializers.ObservationCreateInputSerializer,
         responses={
-            201: OpenApiResponse(s.SaveResultSerializer, description=_('Created (action "created").')),
-            200: OpenApiResponse(s.SaveResultSerializer, description=_('action "revised" or "duplicate".')),
+            201: OpenApiResponse(serializers.SaveResultSerializer, description=_('Created (action "created").')),
+            200: OpenApiResponse(serializers.SaveResultSerializer, description=_('action "revised" or "duplicate".')),
             **error_responses(*WRITE_ERRORS),
         },
     ),
     retrieve=extend_schema(
         summary=_("One live observation, full content"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.ObservationRecordSerializer, **error_responses(*READ_ERRORS, 404)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        responses={200: serializers.ObservationRecordSerializer, **error_responses(*READ_ERRORS, 404)},
     ),
     partial_update=extend_schema(
         summary=_("Change some fields; the old version goes to the history"),
-        request=s.ObservationUpdateInputSerializer,
-        responses={200: s.ObservationRecordSerializer, **error_responses(*WRITE_ERRORS, 404)},
+        request=serializers.ObservationUpdateInputSerializer,
+        responses={200: serializers.ObservationRecordSerializer, **error_responses(*WRITE_ERRORS, 404)},
     ),
     destroy=extend_schema(
         summary=_("Soft delete, or hard delete with ?hard=true"),
-        parameters=[USER_ID_PARAMETER, s.ScopeTargetQuerySerializer, s.DeleteQuerySerializer],
+        parameters=[USER_ID_PARAMETER, serializers.ScopeTargetQuerySerializer, serializers.DeleteQuerySerializer],
         responses={204: None, **error_responses(*READ_ERRORS, 404)},
     ),
 )
@@ -255,13 +257,16 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     """Typed memories of the caller; another user's id is a 404, never a 403."""
 
     queryset = Observation.objects.none()
-    serializer_class = s.ObservationRecordSerializer
+    serializer_class = serializers.ObservationRecordSerializer
     pagination_class = ObservationCursorPagination
     filter_backends = [DjangoFilterBackend]
     filterset_class = ObservationFilter
     lookup_value_regex = "[^/]+"
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
-    input_serializers = {"create": s.ObservationCreateInputSerializer, "partial_update": s.ObservationUpdateInputSerializer}
+    input_serializers = {
+        "create": serializers.ObservationCreateInputSerializer,
+        "partial_update": serializers.ObservationUpdateInputSerializer,
+    }
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
@@ -295,7 +300,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return Response(encode(record))
 
     def destroy(self, request, pk=None):
-        query = self.validated_query(s.DeleteQuerySerializer)
+        query = self.validated_query(serializers.DeleteQuerySerializer)
         observation_services.observation_delete(
             user_id=self.acting_user_id(), observation_id=pk, hard=query["hard"], scope=self.acting_scope()
         )
@@ -303,12 +308,12 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("The observations written by the same session around this one"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.TimelineQuerySerializer],
-        responses={200: s.TimelineSerializer, **error_responses(*READ_ERRORS, 404)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer, serializers.TimelineQuerySerializer],
+        responses={200: serializers.TimelineSerializer, **error_responses(*READ_ERRORS, 404)},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def timeline(self, request, pk=None):
-        query = self.validated_query(s.TimelineQuerySerializer)
+        query = self.validated_query(serializers.TimelineQuerySerializer)
         timeline = selectors.observation_timeline(
             user_id=self.acting_user_id(), observation_id=pk, before=query["before"], after=query["after"],
             scope=self.acting_scope(),
@@ -317,9 +322,9 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("The earlier versions of a live observation, newest first"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
         responses={
-            200: s.ObservationRevisionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)
+            200: serializers.ObservationRevisionRecordSerializer(many=True), **error_responses(*READ_ERRORS, 404)
         },
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
@@ -331,12 +336,12 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     @extend_schema(
         summary=_("Full-text search over the caller's live observations, best first"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.SearchQuerySerializer],
-        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer, serializers.SearchQuerySerializer],
+        responses={200: serializers.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
     )
     @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
     def search(self, request):
-        query = self.validated_query(s.SearchQuerySerializer)
+        query = self.validated_query(serializers.SearchQuerySerializer)
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
             scope=self.acting_scope(),
@@ -352,11 +357,11 @@ class ContextView(MemoryAPIMixin, APIView):
 
     @extend_schema(
         summary=_("The caller's memories ranked by ContextScore (read-only; touches no session)"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer, s.ContextQuerySerializer],
-        responses={200: s.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer, serializers.ContextQuerySerializer],
+        responses={200: serializers.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
-        query = self.validated_query(s.ContextQuerySerializer)
+        query = self.validated_query(serializers.ContextQuerySerializer)
         config = get_config()
         memories = selectors.context_memories(
             user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES),
@@ -370,8 +375,8 @@ class StatsView(MemoryAPIMixin, APIView):
 
     @extend_schema(
         summary=_("Counts of the caller's sessions and memories in what the scope reads"),
-        parameters=[USER_ID_PARAMETER, s.ScopeReadQuerySerializer],
-        responses={200: s.MemoryStatsSerializer, **error_responses(*READ_ERRORS)},
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        responses={200: serializers.MemoryStatsSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
         return Response(encode(selectors.stats(user_id=self.acting_user_id(), scope=self.acting_scope())))
@@ -385,14 +390,14 @@ class ExportView(MemoryAPIMixin, APIView):
 
     @extend_schema(
         summary=_("Everything the caller has (every scope, or the one named), as a versioned JSON document"),
-        parameters=[USER_ID_PARAMETER, s.ScopeExportQuerySerializer],
+        parameters=[USER_ID_PARAMETER, serializers.ScopeExportQuerySerializer],
         responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
         # Streamed row by row, so a long history is never held in memory as one document. The
         # generator checks its arguments when it starts: its first piece is taken here, so a bad
         # scope is a 400, not a 200 whose body breaks off.
-        chunks = data_services.user_export_json(
+        chunks = export.user_export_json(
             user_id=self.acting_user_id(), scope=self.acting_scope(default=ALL)
         )
         head = next(chunks)
@@ -402,16 +407,16 @@ class ExportView(MemoryAPIMixin, APIView):
 class ImportView(MemoryAPIMixin, APIView):
     """Import an export document; the whole document is checked before anything is written."""
 
-    input_serializers = {"post": s.ImportInputSerializer}
+    input_serializers = {"post": serializers.ImportInputSerializer}
 
     @extend_schema(
         summary=_("Add the rows of an export document the caller lacks (idempotent), maybe into one scope"),
-        request=s.ImportInputSerializer,
+        request=serializers.ImportInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
         body = self.validated_body()
-        counts = data_services.user_import(
+        counts = imports.user_import(
             user_id=self.acting_user_id(body), data=body["data"], scope=self.acting_scope(body, default=None)
         )
         return Response(counts)
@@ -420,11 +425,11 @@ class ImportView(MemoryAPIMixin, APIView):
 class ForgetView(MemoryAPIMixin, APIView):
     """Erasure: every session, observation and revision of the user (or of one scope), in one transaction."""
 
-    input_serializers = {"post": s.ForgetInputSerializer}
+    input_serializers = {"post": serializers.ForgetInputSerializer}
 
     @extend_schema(
         summary=_("Erase every row of the caller, or of one scope (confirm with the user_id)"),
-        request=s.ForgetInputSerializer,
+        request=serializers.ForgetInputSerializer,
         responses={200: OpenApiResponse(COUNTS), **error_responses(*WRITE_ERRORS)},
     )
     def post(self, request):
@@ -434,7 +439,7 @@ class ForgetView(MemoryAPIMixin, APIView):
             raise ValidationError(
                 "confirm", "must equal the user_id being erased; nothing was erased.", code="confirmation_mismatch"
             )
-        return Response(data_services.user_forget(user_id=user_id, scope=scope))
+        return Response(erasure.user_forget(user_id=user_id, scope=scope))
 
 
 # ------------------------------------------------------------------------------------- not found

@@ -17,9 +17,10 @@ choose another's.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-import mcp_types as types
+import mcp_types
 from asgiref.sync import sync_to_async
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -72,9 +73,9 @@ def error_text(body: dict[str, Any]) -> str:
     return text
 
 
-def error_result(body: dict[str, Any]) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=error_text(body))],
+def error_result(body: dict[str, Any]) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=error_text(body))],
         structured_content=body,
         is_error=True,
     )
@@ -90,9 +91,9 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
 
     config = get_config()
     specs = {spec.name: spec for spec in tools.tool_specs(config)}
-    listing = types.ListToolsResult(
+    listing = mcp_types.ListToolsResult(
         tools=[
-            types.Tool(
+            mcp_types.Tool(
                 name=spec.name,
                 title=spec.title,
                 description=spec.description,
@@ -104,7 +105,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
         ]
     )
 
-    def call(principal: Principal, spec: tools.ToolSpec, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    def call(principal: Principal, spec: tools.ToolSpec,
+             arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
         # Runs in a worker thread: the ORM is synchronous. Connections are recycled around each
         # call as Django does around each request (CONN_MAX_AGE, health checks).
         from django.db import close_old_connections
@@ -115,8 +117,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             args = tools.check_arguments(spec.input_schema, arguments)
             user_id = principal.acting_user_id(args.pop("user_id", None))
             structured, text = spec.run(memory, user_id, principal.scope, args)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                        structured_content=structured)
+            return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
+                                            structured_content=structured)
         except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:
             body = error_body(exc)
             logger.info("Tool %s refused: %s", spec.name, body["code"])
@@ -128,13 +130,13 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
         finally:
             close_old_connections()
 
-    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+    async def on_list_tools(ctx, params) -> mcp_types.ListToolsResult:
         return listing
 
-    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(ctx, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
         spec = specs.get(params.name)
         if spec is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name[:100]}")
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Unknown tool: {params.name[:100]}")
         try:
             principal = principal_for(ctx)
         except ToolRefusal as exc:

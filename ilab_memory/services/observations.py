@@ -12,7 +12,7 @@ from django.utils import timezone
 from .. import sql
 from ..conf import Config, get_config
 from ..exceptions import ObservationNotFound, ValidationError
-from ..models import Observation, ObservationRevision
+from ..models import Observation, ObservationRevision, first_or_none
 from ..scopes import ALL, Reach, clean_target_scope, clean_write_scope
 from ..signals import observation_saved, send_on_commit
 from ..types import DeleteResult, ObservationRecord, SaveResult, observation_record
@@ -88,9 +88,7 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
 def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
     """The user's live observation of ``queryset`` (already scoped by the caller), locked until
     the transaction ends."""
-    # No ORDER BY: with the model's default order (-updated_at) SQLite may walk the user's
-    # index instead of the one that finds the row (the topic's unique index, or the key).
-    return next(iter(queryset.using(using).select_for_update().live_for_user(user_id).order_by()[:1]), None)
+    return first_or_none(queryset.using(using).select_for_update().live_for_user(user_id))
 
 
 def _revise(observation: Observation, *, values: dict, blocks: int, session_id, now, config: Config,
@@ -121,7 +119,7 @@ def _row_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
     if scope != ALL:
         return scope
     found = Observation.objects.using(using).live_for_user(user_id).filter(pk=pk).values_list("scope", flat=True)
-    return next(iter(found.order_by()[:1]), None)
+    return first_or_none(found)
 
 
 def _saved(observation: Observation, action: str, *, using: str) -> None:
@@ -304,9 +302,9 @@ def observation_restore(
     pk = parse_uuid(observation_id, ObservationNotFound)
 
     def run():
-        observation = (
-            next(iter(Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
-                      .filter(Reach.exactly(scope).q(), pk=pk).order_by()[:1]), None)
+        observation = first_or_none(
+            Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
+            .filter(Reach.exactly(scope).q(), pk=pk)
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")

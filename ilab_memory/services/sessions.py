@@ -10,7 +10,7 @@ from django.utils import timezone
 from .. import selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
-from ..models import Observation, Session, SessionStatus
+from ..models import Observation, Session, SessionStatus, first_or_none
 from ..scopes import SHARED, clean_read_reach, clean_write_scope
 from ..signals import send_on_commit, session_closed, session_started
 from ..types import SessionRecord, SessionStartResponse, session_record
@@ -28,7 +28,7 @@ def locked_active_session(user_id: str, scope: str = SHARED, *, using: str) -> S
     transaction holds the write lock already and Django omits the clause)."""
     sql.lock_user(user_id, scope, using=using)
     active = Session.objects.using(using).select_for_update().for_user(user_id).active().filter(scope=scope)
-    return next(iter(active.order_by()[:1]), None)
+    return first_or_none(active)
 
 
 def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
@@ -234,7 +234,7 @@ def _close_if_still_expired(session_id, *, now: datetime, config: Config, using:
     def run():
         # Re-read under the lock: a start or a write may have revived or closed it meanwhile.
         locked = Session.objects.using(using).select_for_update().active().filter(pk=session_id)
-        session = next(iter(locked.order_by()[:1]), None)
+        session = first_or_none(locked)
         if session is None or not _is_expired(session, now=now, config=config):
             return False
         auto_close(session, config=config, using=using)

@@ -11,7 +11,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from ilab_memory import ILabMemory, encoding, types
-from ilab_memory.api import serializers as s
+from ilab_memory.api import serializers
 from ilab_memory.exceptions import ObservationNotFound, ValidationError
 from ilab_memory.models import SessionStatus
 from ilab_memory.services import observations
@@ -48,16 +48,16 @@ def test_every_encoded_value_is_what_its_serializer_renders(records):
     assert records["start"].sessions_context and records["start"].memories
     assert records["search"] and records["context"] and records["revisions"]
     pairs = [
-        (records["start"], s.SessionStartSerializer(records["start"]).data),
-        (records["save"], s.SaveResultSerializer(records["save"]).data),
-        (records["revised"], s.SaveResultSerializer(records["revised"]).data),
-        (records["save"].observation, s.ObservationRecordSerializer(records["save"].observation).data),
-        (records["session"], s.SessionRecordSerializer(records["session"]).data),
-        (records["search"], s.ObservationCompactSerializer(records["search"], many=True).data),
-        (records["context"], s.ObservationCompactSerializer(records["context"], many=True).data),
-        (records["timeline"], s.TimelineSerializer(records["timeline"]).data),
-        (records["revisions"], s.ObservationRevisionRecordSerializer(records["revisions"], many=True).data),
-        (records["stats"], s.MemoryStatsSerializer(records["stats"]).data),
+        (records["start"], serializers.SessionStartSerializer(records["start"]).data),
+        (records["save"], serializers.SaveResultSerializer(records["save"]).data),
+        (records["revised"], serializers.SaveResultSerializer(records["revised"]).data),
+        (records["save"].observation, serializers.ObservationRecordSerializer(records["save"].observation).data),
+        (records["session"], serializers.SessionRecordSerializer(records["session"]).data),
+        (records["search"], serializers.ObservationCompactSerializer(records["search"], many=True).data),
+        (records["context"], serializers.ObservationCompactSerializer(records["context"], many=True).data),
+        (records["timeline"], serializers.TimelineSerializer(records["timeline"]).data),
+        (records["revisions"], serializers.ObservationRevisionRecordSerializer(records["revisions"], many=True).data),
+        (records["stats"], serializers.MemoryStatsSerializer(records["stats"]).data),
     ]
     for value, serialized in pairs:
         assert rendered(encoding.encode(value)) == rendered(serialized)
@@ -66,7 +66,7 @@ def test_every_encoded_value_is_what_its_serializer_renders(records):
 def test_a_compact_without_a_score_encodes_null(records):
     compact = records["timeline"].anchor
     assert compact.score is None
-    assert rendered(encoding.encode(compact)) == rendered(s.ObservationCompactSerializer(compact).data)
+    assert rendered(encoding.encode(compact)) == rendered(serializers.ObservationCompactSerializer(compact).data)
 
 
 # ------------------------------------------------------------------------------------- schemas
@@ -145,7 +145,7 @@ def test_every_shape_without_a_serializer_has_its_fields_in_its_schema():
 
 
 def test_error_bodies_are_what_the_error_serializer_documents():
-    documented = set(s.ErrorSerializer().fields)
+    documented = set(serializers.ErrorSerializer().fields)
     bodies = [
         encoding.error(ValidationError.too_long("title", limit=3, size=5)),
         encoding.error(ObservationNotFound("No such observation.")),

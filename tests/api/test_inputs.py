@@ -4,7 +4,7 @@ import pytest
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
-from ilab_memory.api import serializers as s
+from ilab_memory.api import serializers
 
 
 def serializer_answer(serializer_class, data):
@@ -16,7 +16,7 @@ def serializer_answer(serializer_class, data):
 
 def query_values_answer(serializer_class, data):
     try:
-        return dict(s.query_values(serializer_class, data))
+        return dict(serializers.query_values(serializer_class, data))
     except ValidationError as exc:
         return {"errors": exc.detail}
 
@@ -24,18 +24,18 @@ def query_values_answer(serializer_class, data):
 @pytest.mark.parametrize(
     "serializer_class, query",
     [
-        (s.SearchQuerySerializer, "q=deploy"),
-        (s.SearchQuerySerializer, "q=deploy&type=manual&limit=5"),
-        (s.SearchQuerySerializer, ""),
-        (s.SearchQuerySerializer, "q=x&limit=abc"),
-        (s.SearchQuerySerializer, "q=x&limit="),
-        (s.ContextQuerySerializer, ""),
-        (s.ContextQuerySerializer, "limit=7"),
-        (s.TimelineQuerySerializer, "before=2"),
-        (s.TimelineQuerySerializer, "before=1&after=x"),
-        (s.DeleteQuerySerializer, ""),
-        (s.DeleteQuerySerializer, "hard=true"),
-        (s.DeleteQuerySerializer, "hard=maybe"),
+        (serializers.SearchQuerySerializer, "q=deploy"),
+        (serializers.SearchQuerySerializer, "q=deploy&type=manual&limit=5"),
+        (serializers.SearchQuerySerializer, ""),
+        (serializers.SearchQuerySerializer, "q=x&limit=abc"),
+        (serializers.SearchQuerySerializer, "q=x&limit="),
+        (serializers.ContextQuerySerializer, ""),
+        (serializers.ContextQuerySerializer, "limit=7"),
+        (serializers.TimelineQuerySerializer, "before=2"),
+        (serializers.TimelineQuerySerializer, "before=1&after=x"),
+        (serializers.DeleteQuerySerializer, ""),
+        (serializers.DeleteQuerySerializer, "hard=true"),
+        (serializers.DeleteQuerySerializer, "hard=maybe"),
     ],
 )
 def test_query_values_answer_what_the_serializer_answers(serializer_class, query):
@@ -45,24 +45,24 @@ def test_query_values_answer_what_the_serializer_answers(serializer_class, query
 
 def test_query_values_keep_no_state_between_calls():
     with pytest.raises(ValidationError):
-        s.query_values(s.SearchQuerySerializer, QueryDict("q=x&limit=abc"))
-    assert dict(s.query_values(s.SearchQuerySerializer, QueryDict("q=x"))) == {"q": "x"}
+        serializers.query_values(serializers.SearchQuerySerializer, QueryDict("q=x&limit=abc"))
+    assert dict(serializers.query_values(serializers.SearchQuerySerializer, QueryDict("q=x"))) == {"q": "x"}
 
 
 @pytest.mark.parametrize(
     "serializer_class, body",
     [
-        (s.ObservationCreateInputSerializer, {"title": "t", "content": "c", "colour": "red"}),
-        (s.ObservationCreateInputSerializer, {"content": "c"}),
-        (s.ObservationCreateInputSerializer, {}),
-        (s.ObservationCreateInputSerializer, {"title": "t", "content": "c", "<private>k9</private>": 1}),
+        (serializers.ObservationCreateInputSerializer, {"title": "t", "content": "c", "colour": "red"}),
+        (serializers.ObservationCreateInputSerializer, {"content": "c"}),
+        (serializers.ObservationCreateInputSerializer, {}),
+        (serializers.ObservationCreateInputSerializer, {"title": "t", "content": "c", "<private>k9</private>": 1}),
         # a body that is not an object
-        *((s.SessionStartInputSerializer, body) for body in ([], "text", 3, None)),
+        *((serializers.SessionStartInputSerializer, body) for body in ([], "text", 3, None)),
     ],
 )
 def test_body_fields_refuse_what_the_serializer_refuses_in_its_words(serializer_class, body):
     with pytest.raises(ValidationError) as checked:
-        s.body_fields(serializer_class, body)
+        serializers.body_fields(serializer_class, body)
     serializer = serializer_class(data=body)
     assert not serializer.is_valid()
     assert checked.value.detail == serializer.errors
@@ -70,7 +70,7 @@ def test_body_fields_refuse_what_the_serializer_refuses_in_its_words(serializer_
 
 def test_body_fields_pass_values_through_unchecked():
     body = {"title": 5, "content": ["c"], "metadata": None}
-    assert s.body_fields(s.ObservationCreateInputSerializer, body) == body
+    assert serializers.body_fields(serializers.ObservationCreateInputSerializer, body) == body
 
 
 @pytest.mark.parametrize(

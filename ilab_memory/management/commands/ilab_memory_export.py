@@ -3,7 +3,7 @@ from contextlib import closing
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
-from ilab_memory.services.data import user_export_json
+from ilab_memory.services.export import user_export_json
 
 from ._progress import Progress, quiet_broken_pipe
 

@@ -3,7 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
-from ilab_memory.services.data import user_forget
+from ilab_memory.services.erasure import user_forget
 
 from ._progress import Progress
 

@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from ilab_memory.exceptions import ValidationError
-from ilab_memory.services.data import user_import
+from ilab_memory.services.imports import user_import
 
 from ._progress import Progress
 

@@ -8,7 +8,8 @@
   writer follows) next to the queries against it, so the two cannot drift apart. User text
   never reaches an engine's query syntax: every token is quoted there.
 * ``index``: rebuild and repair the index on either engine (the rebuild command,
-  ``post_migrate``, every SQLite search); the migrations hold their own copy of its statements.
+  ``post_migrate``) and give each SQLite connection its terms table; the migrations hold their
+  own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
 * ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
 * ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
@@ -29,7 +30,7 @@ from ...types import ObservationCompact, observation_compact
 from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
 from .. import embedding
 from . import fusion, semantic
-from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows, recency_factor
+from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
 from .query import STOP_WORDS, parse_query, tokens
 from .sqlite import SQLITE_TABLE
 
@@ -119,7 +120,7 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
             engine=engine, relevance=float(match.relevance) if match else None,
             all_terms=bool(match and match.all_terms), coverage=float(match.coverage) if match else 0.0,
             cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
-            recency=recency_factor((now - row.updated_at).total_seconds() / 86400),
+            recency=fusion.recency_factor((now - row.updated_at).total_seconds() / 86400),
         )
         if signals.evidence:
             scored.append((signals, row))

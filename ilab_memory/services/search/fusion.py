@@ -14,7 +14,7 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             one imagined unrelated memory). e5's raw cosines crowd into a narrow band whose place
             moves with the query, so a memory's standing among the user's own memories is what
             tells an answer apart.
-  recency   a gentle tie-breaker (``lexical.recency_factor``)
+  recency   a gentle tie-breaker (``recency_factor``)
 
 The value lies in [0, 1] and means the same for every query of one configuration (words only, it
 is ``lexical × recency``): 1 is every term of the query, at
@@ -39,11 +39,20 @@ COVERAGE_SHARE = 0.5
 # frequency; PostgreSQL's ts_rank is a fraction of one per term.
 LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 
+# Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
+# should win), never strong enough to bury a much better old match.
+RECENCY_FLOOR = 0.75
+RECENCY_HALF_LIFE_DAYS = 30.0
+
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
 # The pool's imagined unrelated memory weighs as much as one memory. Its cosine and spread are
 # the model's own (``calibration``): e5 puts unrelated texts near 0.8, other models elsewhere.
 PRIOR_WEIGHT = 1
+
+
+def recency_factor(age_days: float) -> float:
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
 
 
 class CosinePool(NamedTuple):
@@ -53,7 +62,7 @@ class CosinePool(NamedTuple):
     deviation: float
 
     @classmethod
-    def of(cls, cosines, *, prior: tuple[float, float] | None) -> "CosinePool":
+    def of(cls, cosines, *, prior: tuple[float, float] | None) -> CosinePool:
         """The pool of ``cosines``' POOL_SIZE largest and the imagined memory ``prior`` (its
         cosine and deviation; None while the model's is not measured: the nearest alone)."""
         nearest = sorted(cosines, reverse=True)[:POOL_SIZE]

@@ -1,14 +1,15 @@
 """Rebuilding and repairing the full-text index, on whichever engine the connection is.
 
-Used by the ``ilab_memory_rebuild_index`` command, the ``post_migrate`` receiver (``apps.py``)
-and every SQLite search (``index_ensure``). Migrations 0002 and 0008 hold their own copy of the
-statements, as they ran them; a test checks that both build the same index.
+Used by the ``ilab_memory_rebuild_index`` command and the ``post_migrate`` receiver (``apps.py``),
+the one repair: only a migration rebuilds the observation table. Migrations 0002 and 0008 hold
+their own copy of the statements, as they ran them; a test checks that both build the same index.
 """
 
 from __future__ import annotations
 
 from django.db import connections, transaction
 
+from ...models import OBSERVATION_TABLE
 from .postgresql import PG_CREATE, PG_REBUILD, pg_triggers_present
 from .sqlite import (
     SQLITE_CREATE_TABLE,
@@ -16,9 +17,8 @@ from .sqlite import (
     SQLITE_CREATE_TRIGGERS,
     SQLITE_REBUILD,
     SQLITE_TABLE,
-    sqlite_index_state,
+    sqlite_triggers_present,
 )
-from .tables import OBSERVATION_TABLE
 
 
 def _execute(connection, statements) -> None:
@@ -44,30 +44,27 @@ def index_rebuild(*, using: str = "default") -> int:
             return cursor.fetchone()[0]
 
 
-def index_ensure(*, using: str = "default") -> bool:
-    """Repair the SQLite index when a table rebuild dropped its triggers; True if it did. Also
-    give the connection its terms table (``sqlite.SQLITE_TERMS``) if it has none yet.
+def repair_after_migrate(*, using: str = "default", **kwargs) -> None:
+    """``post_migrate`` receiver: put back the SQLite triggers a migration dropped, and refill the index.
 
     Django rebuilds a SQLite table to alter a field (new table, copy, drop, rename), and the
-    drop takes the triggers with it. Writes made since then are missing from the index, so a
-    repair is a full rebuild, not just new triggers.
+    drop takes the triggers with it. Rows the migrations wrote since then are missing from the
+    index, so a repair is a full rebuild, not just new triggers. ``migrate`` sends the signal on
+    every run, also the embedded mode's on opening its file.
     """
-    connection = connections[using]
-    if connection.vendor != "sqlite":
-        return False
-    triggers, terms = sqlite_index_state(connection)
-    if not terms:
-        _execute(connection, (SQLITE_CREATE_TERMS,))
-    if triggers:
-        return False
-    index_rebuild(using=using)
-    return True
-
-
-def repair_after_migrate(*, using: str = "default", **kwargs) -> None:
-    """``post_migrate`` receiver: a migration that rebuilt the observation table dropped the
-    SQLite triggers; put them back and refill the index before anything else writes."""
     connection = connections[using]
     if connection.vendor != "sqlite" or SQLITE_TABLE not in connection.introspection.table_names():
         return  # not SQLite, or the search migration is not applied (yet, or any more)
-    index_ensure(using=using)
+    if not sqlite_triggers_present(connection):
+        index_rebuild(using=using)
+
+
+def add_terms_table(*, connection, **kwargs) -> None:
+    """``connection_created`` receiver: give a new SQLite connection the index's terms table
+    (``sqlite.SQLITE_TERMS``), so no search has to ask whether it is there.
+
+    A table of the connection's temp schema: the database file gains no object. Created before
+    the index exists (a new database), it reads the index once a migration has made it.
+    """
+    if connection.vendor == "sqlite":
+        _execute(connection, (SQLITE_CREATE_TERMS,))

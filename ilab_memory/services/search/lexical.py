@@ -1,8 +1,8 @@
 """Search by words: the engine's best matching rows for a parsed query, and how they are ranked.
 
 All terms first, any term when that finds nothing, in one SQL statement per engine
-(``sqlite.py``, ``postgresql.py``); ``mode`` says which of the two the results are. Recency
-then breaks near-ties between matches. Ranking and the score are explained in docs/scoring.md.
+(``sqlite.py``, ``postgresql.py``); ``mode`` says which of the two the results are. Ranking and
+the score are explained in docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -12,21 +12,12 @@ from django.db import connections
 from ...models import Observation
 from ...scopes import SHARED_SPACE, Reach
 from . import postgresql, sqlite
-from .index import index_ensure
 from .query import ParsedQuery, any_terms
-
-# Recency: a gentle tie-breaker between near-equal matches (a newer version of the same fact
-# should win), never strong enough to bury a much better old match.
-RECENCY_FLOOR = 0.75
-RECENCY_HALF_LIFE_DAYS = 30.0
 
 # Candidates read from the engine before recency re-ranks them and ``limit`` cuts.
 CANDIDATE_EXTRA = 20
 
 MODE_ALL, MODE_ANY = "all", "any"
-
-def recency_factor(age_days: float) -> float:
-    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
 
 
 def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
@@ -38,7 +29,6 @@ def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SP
     connection = connections[using]
     in_scopes, scopes = reach.sql("o.scope")
     if connection.vendor == "sqlite":
-        index_ensure(using=using)
         engine = "sqlite-fts5-bm25"
         statement, params = sqlite.ranked_statement(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes,
                                                     type=type, head=head, count=count)

@@ -10,8 +10,8 @@ as the user typed it: every token is quoted here (``tsquery_phrase``).
 
 from __future__ import annotations
 
+from ...models import OBSERVATION_TABLE
 from .query import SEPARATOR_CLASS, ParsedQuery, any_terms
-from .tables import OBSERVATION_TABLE
 
 # -- the index -----------------------------------------------------------------------------
 

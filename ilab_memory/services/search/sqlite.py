@@ -2,8 +2,8 @@
 
 The FTS5 table ``ilab_memory_search`` is kept in sync by triggers on the observation table
 (same transaction), so every writer follows: services, the ORM (``QuerySet.delete()``,
-``bulk_create``), raw SQL. The DDL here serves the self-check and the rebuild command
-(``index.py``); migration 0002 holds its own copy, and a test checks they build the same. A
+``bulk_create``), raw SQL. The DDL here serves the repair after ``migrate`` and the rebuild
+command (``index.py``); migration 0002 holds its own copy, and a test checks they build the same. A
 query never reaches FTS5's syntax as the user typed it: every token is quoted here
 (``fts5_phrase``).
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import unicodedata
 
+from ...models import OBSERVATION_TABLE
 from .query import ParsedQuery, any_terms
-from .tables import OBSERVATION_TABLE
 
 # -- the index -----------------------------------------------------------------------------
 
@@ -61,9 +61,9 @@ SQLITE_REBUILD = (
 
 # The index's instance vocabulary: one row per occurrence of a term (term, doc = the FTS5 rowid,
 # col, offset), what the ranked statement reads each row's term frequencies from. A table of the
-# connection's temp schema, created by the connection's first search (``index.index_ensure``):
-# it stores nothing (it reads the FTS5 index), so the database file gains no object and needs no
-# migration; a creation rolled back with its transaction is made again by the next search.
+# connection's temp schema, created when the connection opens (``index.add_terms_table``): it
+# stores nothing (it reads the FTS5 index), so the database file gains no object and needs no
+# migration.
 SQLITE_TERMS = "ilab_memory_search_terms"
 SQLITE_CREATE_TERMS = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SQLITE_TERMS} USING fts5vocab(main, {SQLITE_TABLE}, instance)"
@@ -71,20 +71,14 @@ SQLITE_CREATE_TERMS = (
 
 
 def sqlite_triggers_present(connection) -> bool:
-    return sqlite_index_state(connection)[0]
-
-
-def sqlite_index_state(connection) -> tuple[bool, bool]:
-    """Whether the three triggers exist, and whether this connection has its terms table: one query."""
+    """Whether the observation table has the index's three triggers."""
     with connection.cursor() as cursor:
-        cursor.execute(  # raw: the schema tables have no model
-            "SELECT (SELECT count(*) FROM sqlite_master"
-            "        WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)),"
-            "       (SELECT count(*) FROM sqlite_temp_master WHERE name = %s)",
-            [OBSERVATION_TABLE, *SQLITE_TRIGGERS, SQLITE_TERMS],
+        cursor.execute(  # raw: the schema table has no model
+            "SELECT count(*) FROM sqlite_master"
+            " WHERE type = 'trigger' AND tbl_name = %s AND name IN (%s, %s, %s)",
+            [OBSERVATION_TABLE, *SQLITE_TRIGGERS],
         )
-        triggers, terms = cursor.fetchone()
-        return triggers == len(SQLITE_TRIGGERS), terms == 1
+        return cursor.fetchone()[0] == len(SQLITE_TRIGGERS)
 
 
 # -- the query -----------------------------------------------------------------------------
