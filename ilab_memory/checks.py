@@ -1,6 +1,7 @@
 """System checks for the ILAB_MEMORY settings dict."""
 
 from django.core import checks
+from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, get_config, user_settings, validate_values
 
@@ -137,10 +138,9 @@ def check_embedding_runner(app_configs=None, **kwargs):
             hint=f"Replace it with 'EMBEDDING_RUNNER': {MODE_RUNNERS.get(mode, THE_RUNNERS)} (docs/settings.md).",
             id="ilab_memory.E011",
         )]
-    from .services.embedding import runner_for
-
     try:
-        runner_for(get_config())
+        if get_config().EMBEDDING_RUNNER:
+            import_string(get_config().EMBEDDING_RUNNER)
     except ImportError as error:
         return [checks.Error(f"ILAB_MEMORY['EMBEDDING_RUNNER'] cannot be imported: {error}",
                              hint="'ilab_memory.tasks.runner' needs the celery extra (docs/search.md).",
