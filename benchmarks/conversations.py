@@ -21,7 +21,7 @@ at the question's date. Three granularities:
   ``assistant: …``), for long memories; the first ``--whole-questions`` questions only.
 
 Two states of the same saved memories, each a phase (``--phases``, default both, in this order),
-always with ``EMBEDDING_MODE = "inline"`` (no thread embeds behind the benchmark's back):
+always with ``EMBEDDING_RUNNER = None`` (no thread embeds behind the benchmark's back):
 
 * ``after-saves``: right after the saves, nothing embedded but what each search embeds itself
   before it reads: its budget of its user's newest waiting memories (``SEARCH_EMBED_BUDGET``;
@@ -60,7 +60,7 @@ import random
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.embedders import CachedEmbedder, model_embedder  # noqa: F401 (CachedEmbedder: re-exported)
@@ -82,7 +82,7 @@ SYSTEM_ORDER = ("ours", "bm25", "dense", "words")
 def parse_date(text: str) -> datetime:
     """LongMemEval's ``2023/05/20 (Sat) 02:21``, as UTC."""
     day, clock = text.split(" (")[0], text.split(") ")[1]
-    return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=dt_timezone.utc)
+    return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
 def title_of(text: str) -> str:
@@ -478,9 +478,9 @@ def main(argv=None) -> int:
     try:
         # Inline: no background thread, so the load and the embedding are timed apart, and right
         # after the saves nothing but the searches' budgets embeds.
-        overrides = {"embedder": embedder, "embedding_mode": "inline", "search_embed_milliseconds": args.search_embed_ms}
+        overrides = {"embedder": embedder, "embedding_runner": None, "search_embed_milliseconds": args.search_embed_ms}
         mem = ILabMemory(**overrides)
-        words = ILabMemory(embedder=None, embedding_mode="inline")
+        words = ILabMemory(embedder=None, embedding_runner=None)
         config = get_config({key.upper(): value for key, value in overrides.items()})
         print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}   phases: {', '.join(phases)}"
               f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms")

@@ -67,7 +67,7 @@ def run_phase(args) -> dict:
     else:
         from . import perf_core
 
-        mem = perf_env.library(embedding_mode="inline")
+        mem = perf_env.library(embedding_runner=None)
         perf_core.load(args.sizes, scoped=args.phase == "scopes")
         measure = {"writes": perf_core.writes, "reads": perf_core.reads, "scopes": perf_core.scopes}[args.phase]
         results = measure(mem, sizes=args.sizes, iterations=args.iterations)

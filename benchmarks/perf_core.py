@@ -9,14 +9,13 @@ in the same turns, so a slow moment of the shared machine is not mistaken for gr
 history.
 
 Saves queue their vector row as with the default embedder, but nothing is embedded while they
-are timed (``EMBEDDING_MODE = "inline"``); embedding and hybrid search are ``perf_hybrid``.
+are timed (``EMBEDDING_RUNNER = None``); embedding and hybrid search are ``perf_hybrid``.
 """
 
 from __future__ import annotations
 
 from .perf_data import SEED, analyze, queries, write_history
 from .perf_timing import line, measure, step
-
 
 SCOPE = "support"
 

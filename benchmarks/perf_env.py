@@ -73,7 +73,7 @@ def site() -> None:
     os.environ["DATABASE_URL" if vendor == "postgresql" else "ILAB_MEMORY_DEMO_DB"] = where
     os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
     os.environ["DJANGO_DEBUG"] = "0"
-    os.environ["ILAB_MEMORY_EMBEDDING_MODE"] = "inline"  # no background thread while requests are timed
+    os.environ["ILAB_MEMORY_EMBEDDING_RUNNER"] = ""  # no background thread while requests are timed
     import django
     from django.core.management import call_command
 

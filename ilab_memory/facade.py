@@ -40,6 +40,8 @@ def embedded_settings(path: str) -> dict[str, Any]:
         "TIME_ZONE": "UTC",
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
         "LOGGING_CONFIG": None,
+        # A script has no worker to run: a thread of its own embeds what it saves.
+        "ILAB_MEMORY": {"EMBEDDING_RUNNER": "ilab_memory.background.runner"},
     }
 
 
@@ -88,8 +90,8 @@ class ILabMemory:
 
     @classmethod
     def from_path(cls, path, **overrides: Any) -> ILabMemory:
-        """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it; start
-        the background embedder if memories wait for a vector there.
+        """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it; the
+        thread runner embeds what is saved, and starts now if memories wait for a vector there.
 
         Raises ConfigurationError when the folder is missing, the file is not writable, or
         Django is already configured by a site (use ``ILabMemory()`` there).
@@ -117,11 +119,11 @@ class ILabMemory:
                     "one process embeds one file."
                 )
         memory = cls(**overrides)
-        from .background import start_if_waiting
+        from .services.embedding import resume_waiting
 
         # Memories another process queued and left (it exited or was killed before embedding
         # them) are embedded here, without waiting for this process's first save.
-        start_if_waiting(config=memory._config(), using=memory.using)
+        resume_waiting(config=memory._config(), using=memory.using)
         return memory
 
     # -- helpers -------------------------------------------------------------------------

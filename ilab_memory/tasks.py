@@ -1,4 +1,5 @@
-"""Celery tasks: embedding off the write path (``EMBEDDING_MODE = "celery"``). Thin wrappers.
+"""The Celery runner (``EMBEDDING_RUNNER = "ilab_memory.tasks.runner"``): embedding off the write
+path on workers. Thin wrappers.
 
 Needs the ``celery`` extra; the site's Celery app discovers this module (``autodiscover_tasks``).
 Each task drains the queue in claimed batches (services/embedding.py), so any number of
@@ -15,7 +16,7 @@ from django.db import connections
 
 from .conf import get_config
 from .embeddings import EmbeddingError
-from .services.embedding import CELERY, Runner, embed_waiting, pending_claimed_elsewhere, waiting_exists
+from .services.embedding import embed_waiting, pending_claimed_elsewhere, resume_waiting, runner_for
 
 logger = logging.getLogger("ilab_memory.tasks")
 
@@ -36,23 +37,20 @@ def embed_waiting_task(self, using: str = "default") -> int:
     return stored
 
 
-def enqueue_embedding(*, using: str) -> None:
-    """Ask a worker to embed (called when a write commits). A broker that cannot be reached is
-    logged, not raised: the write is done and its rows stay queued for the next task or
-    ``manage.py ilab_memory_embed``."""
+def runner(*, config, using: str) -> None:
+    """Ask a worker to embed (called when a write that queued vectors commits). A broker that
+    cannot be reached is logged, not raised: the write is done and its rows stay queued for the
+    next task or ``manage.py ilab_memory_embed``."""
     try:
         embed_waiting_task.apply_async(kwargs={"using": using})
-    except Exception as error:  # kombu raises several kinds; the write must not fail for it
+    except Exception as error:  # noqa: BLE001 -- kombu raises several kinds; the write must not fail for it
         logger.error("ilab_memory: could not enqueue embedding (%s); run manage.py ilab_memory_embed", error)
-
-
-# EMBEDDING_MODE "celery": this module runs the embedding (services.embedding.runner_for).
-runner = Runner(after_commit=lambda *, config, using: enqueue_embedding(using=using))
 
 
 @worker_ready.connect
 def embed_on_worker_start(**kwargs) -> None:
-    """A starting worker enqueues a task if rows wait for a vector (database ``default``).
+    """A starting worker enqueues a task if rows wait for a vector (database ``default``) and
+    this runner is the site's.
 
     acks_late + reject_on_worker_lost requeue a task only while the worker's main process lives
     (a prefork child died). When the whole worker is gone (kill -9, a lost machine) its task
@@ -60,16 +58,11 @@ def embed_on_worker_start(**kwargs) -> None:
     other task may come for a batch it held. This task finds such rows under the dead worker's
     lease and comes back for them when it lapses (``countdown=EMBED_LEASE_SECONDS``).
     """
-    using = "default"
     try:
         config = get_config()
-        if config.EMBEDDING_MODE != CELERY:
-            return
-        waiting = waiting_exists(config=config, using=using)
+        if runner_for(config) is runner:
+            resume_waiting(config=config, using="default")
     except Exception as error:  # noqa: BLE001 -- a worker that cannot see the database still starts
         logger.warning("ilab_memory: could not look for rows waiting for a vector (%s)", error)
-        return
     finally:
-        connections[using].close()  # the main process of a prefork worker runs no tasks
-    if waiting:
-        enqueue_embedding(using=using)
+        connections["default"].close()  # the main process of a prefork worker runs no tasks

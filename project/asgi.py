@@ -16,10 +16,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 os.environ["ILAB_MEMORY_DEMO_ASGI"] = "1"
 django_application = get_asgi_application()
 
-from django.conf import settings  # noqa: E402  (after Django is set up)
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.conf import settings
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-from ilab_memory.mcp.http import with_mcp  # noqa: E402
+from ilab_memory.mcp.http import with_mcp
 
 if settings.DEBUG:
     django_application = ASGIStaticFilesHandler(django_application)
@@ -29,9 +29,10 @@ application = with_mcp(with_mcp(django_application, path="/mcp/"), path="/mcp/co
 
 # Memories left waiting by a process that stopped before embedding them (the demo's loader, a
 # killed server) are embedded now, so the console's backlog clears without waiting for a save.
-from django.db import connections  # noqa: E402
+from django.db import connections
 
-from ilab_memory.background import start_if_waiting  # noqa: E402
+from ilab_memory.conf import get_config
+from ilab_memory.services.embedding import resume_waiting
 
-start_if_waiting()
+resume_waiting(config=get_config())
 connections.close_all()  # the check's own: requests run in threads of their own

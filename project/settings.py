@@ -105,14 +105,14 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 LOGIN_URL = "admin:login"
 
 ILAB_MEMORY = {
-    # Who embeds new memories: "background" (a thread in the process that saved them, the demo's
-    # default: the console's backlog clears on its own), "celery" (workers started with
-    # `celery -A project.celery worker`), "inline" (only a search's budget and ilab_memory_embed).
-    # These settings are the test suite's too: under pytest (which sets PYTEST_VERSION for itself
-    # and its child processes) no thread starts unless a test asks for one.
-    "EMBEDDING_MODE": os.environ.get(
-        "ILAB_MEMORY_EMBEDDING_MODE", "inline" if "PYTEST_VERSION" in os.environ else "background"
-    ),
+    # Who embeds new memories off the request: the demo's own thread (the console's backlog
+    # clears on its own); "ilab_memory.tasks.runner" for workers started with
+    # `celery -A project.celery worker`; set but empty: only a search's budget and
+    # ilab_memory_embed. These settings are the test suite's too: under pytest (which sets
+    # PYTEST_VERSION for itself and its child processes) no thread starts unless a test asks.
+    "EMBEDDING_RUNNER": os.environ.get(
+        "ILAB_MEMORY_EMBEDDING_RUNNER", "" if "PYTEST_VERSION" in os.environ else "ilab_memory.background.runner"
+    ) or None,
     # The embedder ("default": multilingual-e5-small, or a dotted path) and a worker's lease on
     # a batch, in seconds: the library's defaults unless set (tests/test_tasks.py starts its
     # Celery workers with its own).

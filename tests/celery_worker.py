@@ -112,7 +112,7 @@ class Worker:
             PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             CELERY_BROKER_URL=broker_url,
             CELERY_TASK_DEFAULT_QUEUE=queue,
-            ILAB_MEMORY_EMBEDDING_MODE="celery",
+            ILAB_MEMORY_EMBEDDING_RUNNER="ilab_memory.tasks.runner",
             ILAB_MEMORY_EMBEDDER=embedder,
             ILAB_MEMORY_EMBED_LEASE_SECONDS=str(lease_seconds),
             OMP_WAIT_POLICY="PASSIVE",

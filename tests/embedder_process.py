@@ -1,8 +1,8 @@
 """A separate process on an embedded SQLite file, for tests/test_background.py.
 
-    python embedder_process.py PATH queue N        save N memories (mode "inline": none embedded)
-    python embedder_process.py PATH embed [opts]   open the file in mode "background" and let the
-                                                   background embedder that finds the backlog run
+    python embedder_process.py PATH queue N        save N memories (no runner: none embedded)
+    python embedder_process.py PATH embed [opts]   open the file with the thread runner and let the
+                                                   thread that finds the backlog run
 
 ``embed`` prints one JSON line when its embedder stopped: how many vectors it stored, the texts
 it embedded, the error that stopped it. With ``--hold`` it never returns (a test kills it).
@@ -21,7 +21,7 @@ EMBEDDER = "tests.embedders.SlowEmbedder"
 def queue(path: str, count: int) -> None:
     from ilab_memory import ILabMemory
 
-    mem = ILabMemory.from_path(path, embedder=EMBEDDER, embedding_mode="inline")
+    mem = ILabMemory.from_path(path, embedder=EMBEDDER, embedding_runner=None)
     for k in range(count):
         mem.mem_save(f"user-{k % 3}", f"Memory {k}", f"Backlog note number {k}.")
     print(json.dumps({"queued": count}), flush=True)
@@ -36,7 +36,7 @@ def embed(path: str, *, delay: float, batch: int, lease: int, go: str | None, ho
     SlowEmbedder.DELAY = delay
     while go and not os.path.exists(go):
         time.sleep(0.01)
-    ILabMemory.from_path(path, embedder=EMBEDDER, embedding_mode="background",
+    ILabMemory.from_path(path, embedder=EMBEDDER, embedding_runner="ilab_memory.background.runner",
                          embed_batch_size=batch, embed_lease_seconds=lease)
     from ilab_memory import background
 

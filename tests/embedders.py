@@ -2,6 +2,8 @@
 
 import hashlib
 import re
+import threading
+from typing import ClassVar
 
 import numpy as np
 
@@ -17,8 +19,8 @@ class RecordingEmbedder:
 
     model_id = "tests:bag-of-words-64"
     dimensions = DIMENSIONS
-    seen: list[str] = []
-    passages: list[str] = []
+    seen: ClassVar[list[str]] = []
+    passages: ClassVar[list[str]] = []
     fail = False
 
     def _vector(self, text: str) -> np.ndarray:
@@ -49,6 +51,18 @@ class OtherModelEmbedder(RecordingEmbedder):
     model_id = "tests:another-model"
 
 
+class GatedEmbedder(RecordingEmbedder):
+    """The same vectors; the background thread's calls wait until ``gate`` is set (its batch
+    stays in flight for as long as a test needs), everyone else's go at once."""
+
+    gate = threading.Event()
+
+    def embed_passages(self, texts):
+        if threading.current_thread().name.startswith("ilab_memory-embedder"):
+            assert GatedEmbedder.gate.wait(120), "the test never opened the gate"
+        return super().embed_passages(texts)
+
+
 class SlowEmbedder(RecordingEmbedder):
     """The same vectors, ``DELAY`` seconds per passage: a batch stays in flight long enough to
     kill the worker that embeds it (tests/test_tasks.py)."""
@@ -60,3 +74,11 @@ class SlowEmbedder(RecordingEmbedder):
 
         time.sleep(self.DELAY * len(texts))
         return super().embed_passages(texts)
+
+
+COMMITTED: list[str] = []
+
+
+def recording_runner(*, config, using):
+    """An ``EMBEDDING_RUNNER`` that embeds nothing: it records the database of each commit."""
+    COMMITTED.append(using)

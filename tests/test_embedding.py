@@ -3,7 +3,6 @@
 from datetime import timedelta
 
 import pytest
-from django.test import override_settings
 from django.utils import timezone
 
 from ilab_memory.conf import get_config
@@ -141,9 +140,9 @@ def test_an_embedder_failure_leaves_search_to_the_words_and_loses_nothing(mem, c
 def test_a_new_model_ignores_the_old_vectors_until_it_has_embedded_them(mem, clock, settings):
     saved = mem.mem_save("alice", "Prefers tea", "Green tea.").observation
     embedding.embed_waiting()
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.OtherModelEmbedder", "EMBEDDING_MODE": "celery"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.OtherModelEmbedder", "SEARCH_EMBED_BUDGET": 0}
     assert mem.mem_stats("alice").waiting_for_vector == 1
-    results = mem.mem_search("alice", "tea")  # celery mode: the search does not embed
+    results = mem.mem_search("alice", "tea")  # a budget of 0: the search does not embed
     assert results[0].score.breakdown["cosine"] is None
     assert embedding.embed_waiting() == 1
     assert vector_of(saved.id).model_id == "tests:another-model"
@@ -168,22 +167,23 @@ def test_queue_missing_backfills_observations_written_without_a_queue(mem, clock
 
 # -- who embeds: the runner chosen by a setting ------------------------------------------------
 
-COMMITTED: list[str] = []
-recording_runner = embedding.Runner(after_commit=lambda *, config, using: COMMITTED.append(using))
-
-
 def test_a_runner_named_by_the_setting_runs_when_a_write_commits(tmem, settings):
-    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBEDDING_RUNNER": "tests.test_embedding.recording_runner"}
-    COMMITTED.clear()
+    from tests import embedders
+
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBEDDING_RUNNER": "tests.embedders.recording_runner"}
+    embedders.COMMITTED.clear()
     tmem.mem_save("alice", "Runner", "Called on commit.")
-    assert COMMITTED == ["default"]
+    assert embedders.COMMITTED == ["default"]
 
 
-def test_each_mode_names_its_runner_by_path_and_no_service_imports_one():
+def test_the_shipped_runners_are_named_by_path_and_no_service_imports_one():
     import pathlib
 
-    assert embedding.DEFAULT_RUNNERS == {"background": "ilab_memory.background.runner",
-                                         "celery": "ilab_memory.tasks.runner"}
+    from ilab_memory import background, tasks
+
+    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.background.runner"})) is background.runner
+    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.tasks.runner"})) is tasks.runner
+    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": None})) is None
     services = pathlib.Path(embedding.__file__).parent
     for module in services.rglob("*.py"):
         text = module.read_text()
@@ -197,7 +197,7 @@ def test_queue_puts_each_observation_in_the_queue_with_nothing_else(db):
     embedding.queue(observations, now=now, config=get_config(), using="default")
     embedding.queue([], now=now, config=get_config(), using="default")
     rows = ObservationVector.objects.order_by("observation_id")
-    assert [(r.observation_id, r.user_id) for r in rows] == sorted(((o.pk, "alice") for o in observations))
+    assert [(r.observation_id, r.user_id) for r in rows] == sorted((o.pk, "alice") for o in observations)
     assert {(r.model_id, r.vector, r.generation, r.queued_at, r.claimed_until) for r in rows} == {
         (None, None, 1, now, None)
     }

@@ -32,7 +32,7 @@ def pgvector_available() -> bool:
 def recording(transactional_db, settings):
     if not pgvector_available():
         pytest.skip("needs PostgreSQL with pgvector")
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
 
 
 def migrate(target=None):

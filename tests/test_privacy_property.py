@@ -203,7 +203,7 @@ class Run:
         if exported is None:
             return
         document = copy.deepcopy(exported)  # the export itself is a returned object, kept clean
-        smuggle = lambda text: f"{text} {render([('private', style)])}"  # noqa: E731
+        smuggle = lambda text: f"{text} {render([('private', style)])}"
         for row in document.get("observations", []):
             row["content"] = smuggle(row["content"])
             row["metadata"] = {**(row.get("metadata") or {}), "smuggled": smuggle("m")}
@@ -280,10 +280,10 @@ _examples = itertools.count()
 
 @pytest.fixture
 def recording_embedder(settings):
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
 
 
-# Searches embed their budget of what they find queued (EMBEDDING_MODE "inline"): with our recording embedder
+# Searches embed their budget of what they find queued (no EMBEDDING_RUNNER): with our recording embedder
 # every text given to it is checked too, at a fraction of the real model's cost.
 @pytest.mark.usefixtures("recording_embedder")
 @settings(

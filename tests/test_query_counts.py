@@ -84,7 +84,7 @@ def test_auto_close_on_start_adds_a_fixed_number_of_queries(mem, clock):
 
 WORDS_ONLY = {"EMBEDDER": None}
 # A search embeds its budget of the queue itself; no background embedder writes meanwhile.
-RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
+RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
 
 
 @pytest.mark.parametrize("size", [5, 250])

@@ -36,7 +36,7 @@ def expected(code: str) -> list[str]:
 @pytest.mark.parametrize("page, heading", EXAMPLES)
 def test_the_worked_example_prints_what_its_comments_say(tmp_path, page, heading):
     code = example(page, heading).replace('ILabMemory.from_path("./mem.db")',
-                                          'ILabMemory.from_path("./mem.db", embedding_mode="inline")')
+                                          'ILabMemory.from_path("./mem.db", embedding_runner=None)')
     done = run_script(code, Path(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     printed, said = done.stdout.splitlines(), expected(code)

@@ -1,5 +1,6 @@
-"""No search waits on a backlog (SPEC §12): a search embeds at most ``SEARCH_EMBED_BUDGET`` of
-its user's waiting memories, newest first, and finds the rest by their words. The real model."""
+"""No search waits on a backlog: a search embeds at most ``SEARCH_EMBED_BUDGET`` of its user's
+waiting memories that no one holds, newest first, and finds the rest by their words. The real
+model."""
 
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ def backlog(mem, clock, settings):
     """40 memories of alice waiting for a vector, saved a minute apart; the 8 oldest mention a
     zeppelin. Returns their ids, oldest first."""
     # No time limit here: these tests count what the budget lets a search embed.
-    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_MODE": "inline", "SEARCH_EMBED_BUDGET": BUDGET,
+    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_RUNNER": None, "SEARCH_EMBED_BUDGET": BUDGET,
                             "SEARCH_EMBED_MILLISECONDS": None}
     ids = []
     for k in range(BACKLOG):
@@ -53,11 +54,25 @@ def test_each_search_embeds_the_next_budget_until_none_waits(mem, backlog):
     assert embedded("bob") == []  # another user's queue is not a search's to embed
 
 
-def test_a_budget_of_zero_no_time_or_celery_mode_embeds_nothing_in_a_search(mem, backlog, settings):
-    for setting in ({"SEARCH_EMBED_BUDGET": 0}, {"SEARCH_EMBED_MILLISECONDS": 0}, {"EMBEDDING_MODE": "celery"}):
+def test_a_budget_of_zero_or_no_time_embeds_nothing_in_a_search(mem, backlog, settings):
+    for setting in ({"SEARCH_EMBED_BUDGET": 0}, {"SEARCH_EMBED_MILLISECONDS": 0}):
         settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, **setting}
         assert {r.title for r in mem.mem_search("alice", "zeppelin", limit=50)} == {f"Note {k}" for k in range(8)}
         assert embedded() == []
+
+
+def test_a_search_skips_what_another_embedder_holds_and_does_not_wait_for_it(mem, backlog):
+    """Another process holds alice's 8 newest memories (a runner's batch in flight): a search
+    embeds the newest that no one holds, within its budget, and finds the held ones by their
+    words; they are still held when it returns, so it never waited for them."""
+    held = embedding._claim(E5, user_id="alice", size=8, newest_first=True, lease_seconds=300, using="default")
+    assert sorted(str(row.observation_id) for row in held) == sorted(str(pk) for pk in backlog[-8:])
+    found = {r.id for r in mem.mem_search("alice", "weekly report", limit=50)}
+    assert sorted(embedded()) == sorted(str(pk) for pk in backlog[-8 - BUDGET:-8])
+    assert {str(pk) for pk in backlog[-8:]} <= found
+    still_held = ObservationVector.objects.filter(pk__in=[row.pk for row in held], model_id__isnull=True,
+                                                  claimed_until__isnull=False)
+    assert still_held.count() == 8
 
 
 def test_embed_for_search_returns_what_it_stored(mem, backlog, settings):

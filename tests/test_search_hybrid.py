@@ -86,10 +86,10 @@ def test_a_search_sees_every_memory_saved_before_it(mem, alice):
 
 
 def test_a_memory_without_a_vector_is_still_found_by_its_words(mem, alice):
-    with override_settings(ILAB_MEMORY={"EMBEDDING_MODE": "celery", "EMBEDDER": "default"}):
+    with override_settings(ILAB_MEMORY={"SEARCH_EMBED_BUDGET": 0, "EMBEDDER": "default"}):
         mem.mem_search("alice", "warm up")
         saved = mem.mem_save("alice", "Kubernetes liveness probe", "Probe /healthz every 10 s.").observation
-        result = mem.mem_search("alice", "liveness probe")[0]  # celery mode: no worker ran yet
+        result = mem.mem_search("alice", "liveness probe")[0]  # no search embeds, no runner ran
     assert result.id == saved.id and result.score.breakdown["cosine"] is None
     assert ObservationVector.objects.get(observation_id=saved.id).model_id is None
 

@@ -24,7 +24,7 @@ NOTES = [
 def burst(mem, clock, settings):
     """NOTES saved a minute apart and nothing embedded: a search embeds only its budget of the
     newest (so the museum visit gets a vector, the envelope checklist does not)."""
-    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_MODE": "inline", "SEARCH_EMBED_BUDGET": 4,
+    settings.ILAB_MEMORY = {"EMBEDDER": "default", "EMBEDDING_RUNNER": None, "SEARCH_EMBED_BUDGET": 4,
                             "SEARCH_EMBED_MILLISECONDS": None}
     saved = {}
     for title, content, type_ in NOTES:
@@ -95,7 +95,7 @@ def test_a_question_in_other_words_still_finds_its_answer(mem, alice, query, exp
 
 
 def test_the_background_bank_is_embedded_once_per_model_and_survives_a_restart(mem, alice, settings):
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
     from tests.embedders import RecordingEmbedder
 
     questions, made = calibration.bank()
@@ -129,7 +129,8 @@ def test_whoever_embeds_measures_the_calibration_once_its_queue_is_drained(mem, 
     from ilab_memory.services.embedding import embed_waiting
     from tests.embedders import RecordingEmbedder
 
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "celery"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "SEARCH_EMBED_BUDGET": 0,
+                            "EMBEDDING_RUNNER": "tests.embedders.recording_runner"}
     calibration.forget_cache()
     mem.mem_save("alice", "Tomato plants", "Water the balcony tomatoes every second day.")
     assert not EmbedderCalibration.objects.filter(model_id=RecordingEmbedder.model_id).exists()

@@ -14,7 +14,7 @@ MODEL = RecordingEmbedder.model_id
 
 @pytest.fixture(autouse=True)
 def recording(settings):
-    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_MODE": "inline"}
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
     vectors.matrices.clear()
 
 

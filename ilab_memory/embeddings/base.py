@@ -7,10 +7,8 @@ numpy is imported lazily so that ``ilab_memory.embeddings`` stays importable
 from __future__ import annotations
 
 import abc
-import contextlib
-import contextvars
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,24 +21,6 @@ class EmbeddingError(Exception):
 
 class EmbedderConfigError(EmbeddingError):
     """The ``EMBEDDER`` setting (or a backend's options) has a value we cannot use."""
-
-
-_urgent = contextvars.ContextVar("ilab_memory_embedding_urgent", default=False)
-
-
-@contextlib.contextmanager
-def urgent() -> Iterator[None]:
-    """Embedding for a request that waits on it (a search): a backend that runs one call at a
-    time in the process lets such calls go first, as it does a query."""
-    token = _urgent.set(True)
-    try:
-        yield
-    finally:
-        _urgent.reset(token)
-
-
-def is_urgent() -> bool:
-    return _urgent.get()
 
 
 class Embedder(abc.ABC):

