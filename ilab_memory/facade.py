@@ -87,7 +87,7 @@ class ILabMemory:
         self._config()  # fail now on a bad override, not on the first call
 
     @classmethod
-    def from_path(cls, path, **overrides: Any) -> "ILabMemory":
+    def from_path(cls, path, **overrides: Any) -> ILabMemory:
         """Embedded mode: configure Django on the SQLite file at ``path`` and migrate it; start
         the background embedder if memories wait for a vector there.
 
@@ -222,7 +222,7 @@ class ILabMemory:
 
         unknown = set(fields) - {"title", "content", "type", "topic_key", "metadata"}
         if unknown:
-            raise ValidationError(sorted(unknown)[0], "is not a field that can be updated.", code="unknown_field")
+            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
         return observation_update(
             user_id=user_id, observation_id=observation_id, scope=scope, **fields, **self._kwargs()
         )

@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from . import scoring, sql
 from .conf import Config, get_config
-from .exceptions import ObservationNotFound, SessionNotFound
 from .embeddings import configured_embedder
+from .exceptions import ObservationNotFound, SessionNotFound
 from .models import Observation, ObservationRevision, ObservationVector, Session, SessionStatus
 from .scopes import Reach, clean_reach
 from .types import (

@@ -107,7 +107,7 @@ class MemoryClient:
         The observation must be in ``scope`` (``"*"``: any of the user's)."""
         unknown = set(fields) - UPDATABLE
         if unknown:
-            raise ValidationError(sorted(unknown)[0], "is not a field that can be updated.", code="unknown_field")
+            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
         body = {**fields, **_body(user_id, scope)}
         return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))

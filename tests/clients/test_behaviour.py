@@ -7,9 +7,9 @@ database's internals) stay with the facade alone.
 """
 
 from tests.test_data import (  # noqa: F401
+    test_forget_leaves_no_search_index_entry,
     test_forget_of_an_unknown_user_erases_nothing,
     test_forget_rejects_a_bad_user_id,
-    test_forget_leaves_no_search_index_entry,
     test_import_of_a_non_object_is_a_validation_error,
 )
 from tests.test_facade import (  # noqa: F401

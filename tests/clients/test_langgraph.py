@@ -6,6 +6,7 @@ over ``MemoryClient`` against the live site (the ``mem`` fixture)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from datetime import datetime
 from typing import TypedDict
@@ -28,6 +29,17 @@ def store(mem) -> MemoryStore:
 @pytest.fixture
 def facade(live_db):
     return ILabMemory()
+
+
+@pytest.fixture(autouse=True)
+def close_the_async_bridges_connection():
+    """``abatch`` in-process runs on the one thread of Django's ``sync_to_async``, which keeps its
+    database connection as any thread does; closed here, or the test database cannot be dropped."""
+    yield
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    asyncio.run(sync_to_async(connections.close_all)())
 
 
 def test_put_then_get_gives_the_value_back(store):
@@ -197,7 +209,7 @@ def graph_of(*nodes):
     for node in nodes:
         builder.add_node(node)
     builder.add_edge(START, nodes[0].__name__)
-    for before, after in zip(nodes, nodes[1:]):
+    for before, after in itertools.pairwise(nodes):
         builder.add_edge(before.__name__, after.__name__)
     builder.add_edge(nodes[-1].__name__, END)
     return builder
