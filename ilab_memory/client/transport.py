@@ -58,8 +58,8 @@ class Transport:
             request = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                return json.loads(raw) if raw else None
+                    status, raw = response.status, response.read()
+                return _json(status, raw)
             except urllib.error.HTTPError as answer:  # an answer, not a connection failure
                 with answer:
                     raise error_for(answer.code, answer.read(), answer.headers) from None
@@ -118,6 +118,17 @@ def error_for(status: int, raw: bytes, headers) -> Exception:
         retry_after = headers.get("Retry-After") if headers is not None else None
         return RateLimited(status, code, detail, float(retry_after) if retry_after else None)
     return ApiError(status, code, detail)
+
+
+def _json(status: int, raw: bytes) -> Any:
+    """A success's JSON body (None when empty); a body that is not JSON came from something
+    other than the memory API (a proxy's page, a wrong base URL)."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ApiError(status, "not_json", "The answer is not the memory API's JSON; check base_url.") from None
 
 
 def _reason(failure: Exception) -> str:

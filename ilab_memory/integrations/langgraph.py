@@ -112,9 +112,17 @@ class MemoryStore(BaseStore):
             )
         user_id, scope = user_and_scope(op.namespace)
         key = op.key
+        if not isinstance(key, str) or normalize_topic_key(key) is None:
+            raise ValidationError("key", "must be a non-blank string.", code="blank")
         fields, metadata = observation_fields(key, op.value)
-        self.memory.mem_save(user_id, fields["title"], fields["content"], type=fields["type"], topic_key=key,
-                             metadata=metadata, scope=scope)
+        try:
+            self.memory.mem_save(user_id, fields["title"], fields["content"], type=fields["type"], topic_key=key,
+                                 metadata=metadata, scope=scope)
+        except ValidationError as error:
+            if error.field != "topic_key":
+                raise
+            # The key is the topic key: the error names what the caller gave.
+            raise ValidationError("key", error.message, code=error.code, limit=error.limit, size=error.size) from None
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
         user_id, scope = user_and_scope(namespace)
@@ -127,7 +135,7 @@ class MemoryStore(BaseStore):
         reach = ALL if scope is None else [scope]  # a list reads exactly its scopes
         type = type_filter(op.filter)
         wanted = op.offset + op.limit
-        if op.query is not None:
+        if op.query:
             hits = self.memory.mem_search(user_id, op.query, type=type, limit=wanted, scope=reach)
         else:
             if wanted > MAX_LISTED:

@@ -126,6 +126,10 @@ def test_a_path_that_is_not_the_api_is_an_api_error(site, accounts, live_db):
     with pytest.raises(ApiError) as raised:
         client.mem_stats("alice")
     assert raised.value.status == 404
+    client = MemoryClient(site + "/admin/login/", accounts["agent"].token)  # a page, not the API's JSON
+    with pytest.raises(ApiError) as raised:
+        client.mem_stats("alice")
+    assert (raised.value.status, raised.value.code) == (200, "not_json")
 
 
 # -- accounts: whose memory -------------------------------------------------------------------
@@ -172,6 +176,24 @@ def test_a_list_longer_than_the_apis_default_page_comes_whole(mem):
     assert len(mem.mem_list_sessions("alice", limit=23)) == 23
     assert len(mem.mem_list_observations("alice", limit=22)) == 22
     assert [s.status for s in mem.mem_list_sessions("alice", limit=100)] == ["completed"] * 23
+
+
+def test_list_observations_filters_and_is_bounded(mem):
+    mem.mem_save("alice", "Tea", "Green tea.", type="preference", topic_key="Drink of Choice")
+    gone = mem.mem_save("alice", "Coffee", "Black coffee.", type="preference").observation.id
+    mem.mem_save("alice", "Deploy", "Fridays.", type="decision")
+    mem.mem_save("bob", "Bob's tea", "Bob drinks tea.", type="preference")
+    mem.mem_delete("alice", gone)
+    assert [o.title for o in mem.mem_list_observations("alice")] == ["Deploy", "Tea"]
+    assert [o.title for o in mem.mem_list_observations("alice", type="preference")] == ["Tea"]
+    assert [o.topic_key for o in mem.mem_list_observations("alice", topic_key="  drink OF choice ")] == [
+        "drink-of-choice"]
+    assert [o.title for o in mem.mem_list_observations("alice", limit=1)] == ["Deploy"]
+    for kwargs, field in (({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"limit": "5"}, "limit"),
+                          ({"type": "Not A Slug"}, "type"), ({"topic_key": 5}, "topic_key")):
+        with pytest.raises(ValidationError) as raised:
+            mem.mem_list_observations("alice", **kwargs)
+        assert raised.value.field == field, kwargs
 
 
 def test_scopes_read_as_in_the_facade(mem):

@@ -240,3 +240,16 @@ def test_an_async_graph_reads_back_what_it_wrote(store, facade):
     assert out["recalled"] == ["coding: Alice edits code in Vim."]
     (hit,) = facade.mem_list_observations("alice", scope="coding")
     assert isinstance(hit, types.ObservationCompact) and hit.type == "preference"
+
+
+def test_a_key_is_checked_as_the_topic_key_it_becomes(store):
+    with pytest.raises(ValidationError) as raised:
+        store.put(("alice",), "k" * 121, {"content": "c"})
+    assert (raised.value.field, raised.value.limit, raised.value.size) == ("key", 120, 121)
+    with pytest.raises(ValidationError) as raised:
+        store.put(("alice",), "   ", {"content": "c"})
+    assert raised.value.field == "key"
+    with pytest.raises(ValidationError) as raised:
+        store.put(("alice",), "k", {"content": "c", "langgraph": 1})
+    assert raised.value.field == "value"
+    assert store.search(("alice",)) == []
