@@ -196,6 +196,18 @@ def test_list_observations_filters_and_is_bounded(mem):
         assert raised.value.field == field, kwargs
 
 
+def test_list_observations_is_one_query(facade):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(5):
+        facade.mem_save("alice", f"note {n}", f"note number {n}", topic_key=f"note {n}")
+    with CaptureQueriesContext(connection) as captured:
+        listed = facade.mem_list_observations("alice", type="manual", topic_key="note 3", scope="*")
+    assert [o.title for o in listed] == ["note 3"]
+    assert len(captured) == 1
+
+
 def test_scopes_read_as_in_the_facade(mem):
     shared = mem.mem_save("alice", "Name", "Ana prefers Ani.").observation.id
     support = mem.mem_save("alice", "Refund", "Refund for Ani sent.", scope="support").observation.id

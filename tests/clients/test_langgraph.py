@@ -253,3 +253,25 @@ def test_a_key_is_checked_as_the_topic_key_it_becomes(store):
         store.put(("alice",), "k", {"content": "c", "langgraph": 1})
     assert raised.value.field == "value"
     assert store.search(("alice",)) == []
+
+
+def test_what_each_operation_reads_in_process(facade):
+    store = MemoryStore(facade)
+    for n in range(3):
+        store.put(("alice",), f"note-{n}", {"content": f"note {n}"})
+    # get: the key's observation, then it in full; a search: the hits, then each in full;
+    # the namespaces: the user's counts per scope.
+    assert queries(lambda: store.get(("alice",), "note-1")) == 2
+    assert queries(lambda: store.search(("alice",), limit=3)) == 1 + 3
+    assert queries(lambda: store.list_namespaces(prefix=("alice",))) == queries(
+        lambda: facade.mem_stats("alice", scope="*"))
+
+
+def queries(call) -> int:
+    """How many queries ``call`` sends to the database."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return len(captured)
