@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import types as pytypes
 import typing
+from collections.abc import Callable
 from typing import Any, Union
 
 from ..encoding import SCORE_KINDS
@@ -15,33 +16,34 @@ from ..encoding import SCORE_KINDS
 SCORE_CLASSES = {kind: cls for cls, kind in SCORE_KINDS.items()}
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def decode(annotation: Any, data: Any) -> Any:
     """``data`` (parsed JSON) as a value of ``annotation``: a dataclass of ``types``, a list of
     them, a score, or plain JSON (returned as it is)."""
-    if data is None:
-        return None
+    return _decoder(annotation)(data)
+
+
+@functools.cache
+def _decoder(annotation: Any) -> Callable[[Any], Any]:
+    """A function that decodes JSON of ``annotation``; the annotations are read once per type,
+    not on every answer."""
     origin = typing.get_origin(annotation)
     if origin in (Union, pytypes.UnionType):
         members = [member for member in typing.get_args(annotation) if member is not type(None)]
-        if all(member in SCORE_KINDS for member in members):
-            return _score(data)
-        (member,) = members
-        return decode(member, data)
+        inner = _score if all(member in SCORE_KINDS for member in members) else _decoder(*members)
+        return lambda data: None if data is None else inner(data)
     if origin is list:
-        (item,) = typing.get_args(annotation)
-        return [decode(item, value) for value in data]
+        item = _decoder(*typing.get_args(annotation))
+        return lambda data: [item(value) for value in data]
     if annotation in SCORE_KINDS:
-        return _score(data)
+        return _score
     if dataclasses.is_dataclass(annotation):
-        hints = _hints(annotation)
-        fields = {field.name: decode(hints[field.name], data[field.name])
-                  for field in dataclasses.fields(annotation) if field.name in data}
-        return annotation(**fields)
+        hints = typing.get_type_hints(annotation)
+        fields = [(field.name, _decoder(hints[field.name])) for field in dataclasses.fields(annotation)]
+        return lambda data: annotation(**{name: field(data[name]) for name, field in fields if name in data})
+    return _as_it_is
+
+
+def _as_it_is(data: Any) -> Any:
     return data
 
 
