@@ -2,9 +2,10 @@
 
 Each method has the signature of the ``ILabMemory`` method of the same name, returns the same
 frozen values of ``ilab_memory.types`` and raises the same exceptions; the server runs the same
-services, so it checks every value the way the facade does. The client checks only what a query
-string or a URL cannot carry as it was given (a number, a list, text that is not Unicode), so a
-value is never sent in another form than the facade would see it. No Django import.
+services, so it checks every value the way the facade does. The client checks, with the facade's
+own checks (``validation``), only what a query string or a URL would carry in another form than
+given (a number or a list where text belongs, text that is not Unicode, a count or flag of the
+wrong type), and the arguments the facade refuses before its services run. No Django import.
 """
 
 from __future__ import annotations
