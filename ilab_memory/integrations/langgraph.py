@@ -171,8 +171,9 @@ class MemoryStore(BaseStore):
     def _find(self, user_id: str, scope: str, key: str):
         """The live observation of ``key`` in exactly ``scope``, in full; None if there is none."""
         exact = [scope]
-        hits = self.memory.mem_list_observations(user_id, topic_key=key, limit=1, scope=exact) \
-            if normalize_topic_key(key) else []
+        if not isinstance(key, str) or normalize_topic_key(key) is None:
+            return None  # no put stores a blank key
+        hits = self.memory.mem_list_observations(user_id, topic_key=key, limit=1, scope=exact)
         if hits:
             return self.memory.mem_get_observation(user_id, hits[0].id, scope=exact)
         try:  # an observation without a topic key is found by its id

@@ -275,3 +275,14 @@ def queries(call) -> int:
     with CaptureQueriesContext(connection) as captured:
         call()
     return len(captured)
+
+
+def test_a_memory_saved_by_another_face_is_an_item_keyed_by_its_id(store, facade):
+    saved = facade.mem_save("alice", "Tea", "Alice drinks green tea.", type="preference",
+                            metadata={"source": "chat"}).observation
+    (item,) = store.search(("alice",))
+    assert (item.key, item.namespace) == (saved.id, ("alice",))
+    assert item.value == {"source": "chat", "title": "Tea", "content": "Alice drinks green tea.", "type": "preference"}
+    assert store.get(("alice",), saved.id) == item
+    store.delete(("alice",), saved.id)
+    assert facade.mem_stats("alice").deleted_observations == 1
