@@ -199,6 +199,16 @@ class ILabMemory:
         )
         return types.observation_record(observation)
 
+    def mem_list_observations(self, user_id: str, *, type: str | None = None, topic_key: str | None = None,
+                              limit: int = 50, scope=""):
+        """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
+        optionally of one ``type`` or ``topic_key`` (normalized as on save)."""
+        from . import selectors
+
+        return selectors.observations_list(
+            user_id=user_id, type=type, topic_key=topic_key, limit=limit, scope=scope, **self._kwargs()
+        )
+
     def mem_revisions(self, user_id: str, observation_id: str, *, scope=""):
         """The observation's earlier versions, newest first."""
         from . import selectors

@@ -36,11 +36,15 @@ from .types import (
 )
 from .validation import (
     CONTEXT_LIMIT,
+    OBSERVATIONS_LIMIT,
     SESSIONS_LIMIT,
     TIMELINE_AFTER,
     TIMELINE_BEFORE,
+    check_text,
     clean_choice,
+    clean_type,
     clean_user_id,
+    normalize_topic_key,
     parse_uuid,
 )
 
@@ -174,6 +178,25 @@ def sessions_list(
     if is_auto_generated is not None:
         sessions = sessions.filter(is_auto_generated=is_auto_generated)
     return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[:limit]]
+
+
+def observations_list(
+    *, user_id: str, type: str | None = None, topic_key: str | None = None, limit: int = 50, scope="",
+    config: Config | None = None, using: str = "default",
+) -> list[ObservationCompact]:
+    """The user's live observations in what ``scope`` reaches, newest update first; ``topic_key``
+    is normalized as on save, so ``Database choice`` finds ``database-choice``."""
+    config = config or get_config()
+    limit = OBSERVATIONS_LIMIT.clean(limit, config)
+    seen = reach_of(scope, config)
+    observations = (Observation.objects.using(using).live_for_user(_user(user_id, config))
+                    .filter(**seen.filter()).order_by("-updated_at", "-id"))
+    if type is not None:
+        observations = observations.filter(type=clean_type(type, allowed=None))
+    if topic_key is not None:
+        observations = observations.filter(topic_key=normalize_topic_key(check_text("topic_key", topic_key)))
+    rows = with_content_head(observations, preview_chars=config.PREVIEW_CHARS)[:limit]
+    return [observation_compact(row, preview_chars=config.PREVIEW_CHARS) for row in rows]
 
 
 def stats(*, user_id: str, scope="", config: Config | None = None, using: str = "default") -> MemoryStats:

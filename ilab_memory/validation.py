@@ -80,6 +80,7 @@ CONTEXT_LIMIT = Count("limit", 1, 100)
 TIMELINE_BEFORE = Count("before", 0, 50)
 TIMELINE_AFTER = Count("after", 0, 50)
 SESSIONS_LIMIT = Count("limit", 1, 100)
+OBSERVATIONS_LIMIT = Count("limit", 1, 100)
 
 
 def clean_type(value: Any, *, allowed) -> str:

@@ -1,0 +1,219 @@
+"""``MemoryClient``: the facade's calls against a remote site's memory API.
+
+Each method has the signature of the ``ILabMemory`` method of the same name, returns the same
+frozen values of ``ilab_memory.types`` and raises the same exceptions; the server runs the same
+services, so it checks every value the way the facade does. The client checks, with the facade's
+own checks (``validation``), only what a query string or a URL would carry in another form than
+given (a number or a list where text belongs, text that is not Unicode, a count or flag of the
+wrong type), and the arguments the facade refuses before its services run. No Django import.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from .. import types
+from ..exceptions import ObservationNotFound, SessionNotFound, ValidationError
+from ..scopes import ALL, SHARED
+from ..validation import OBSERVATIONS_LIMIT, SESSIONS_LIMIT, check_text, clean_choice, clean_type, parse_uuid
+from .decode import decode
+from .transport import Transport
+
+UPDATABLE = frozenset({"title", "content", "type", "topic_key", "metadata"})
+SESSION_STATUSES = ("active", "completed")
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_RETRIES = 2
+
+
+class MemoryClient:
+    """A remote memory: ``MemoryClient("https://site/api/memory/", token)``.
+
+    ``token`` is an API token (``drf_create_token``). A plain account's token reads and writes its
+    own memory only (its ``user_id``); an agent backend granted ``ilab_memory.act_for_any_user``
+    names any user. ``timeout`` bounds each request in seconds; ``retries`` is how many times a
+    read (GET) is sent again after a connection failure. Writes are never sent twice.
+    """
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 retries: int = DEFAULT_RETRIES, backoff: float = 0.2):
+        self._http = Transport(base_url, token, timeout=timeout, retries=retries, backoff=backoff)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def mem_session_start(self, user_id: str, *, scope: str = "") -> types.SessionStartResponse:
+        """Reuse the scope's live session or open one; returns SessionStartResponse with context."""
+        data = self._http.request("POST", "sessions/start/", body=_body(user_id, scope))
+        return decode(types.SessionStartResponse, data)
+
+    def mem_session_summary(self, user_id: str, summary: str, *, scope: str = "") -> types.SessionRecord:
+        """Store a narrative summary on the scope's active session without closing it."""
+        body = {**_body(user_id, scope), "summary": summary}
+        return decode(types.SessionRecord, self._http.request("POST", "sessions/summary/", body=body))
+
+    def mem_session_end(self, user_id: str, summary: str | None = None, *, scope: str = "") -> types.SessionRecord:
+        """Close the scope's active session now; raises NoActiveSession (a LookupError) when none."""
+        body = _body(user_id, scope)
+        if summary is not None:
+            body["summary"] = summary
+        return decode(types.SessionRecord, self._http.request("POST", "sessions/end/", body=body))
+
+    def mem_get_session(self, user_id: str, session_id: str, *, scope="") -> types.SessionRecord:
+        path = f"sessions/{_id(session_id, SessionNotFound)}/"
+        return decode(types.SessionRecord, self._get(path, user_id, scope))
+
+    def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50,
+                          scope="") -> list[types.SessionRecord]:
+        # One page of the API's cursor pages holds the facade's largest limit.
+        query = [("page_size", str(SESSIONS_LIMIT.clean(limit, None)))]
+        if status is not None:
+            query.append(("status", clean_choice("status", status, allowed=SESSION_STATUSES)))
+        page = self._get("sessions/", user_id, scope, query)
+        return decode(list[types.SessionRecord], page["results"])
+
+    # -- observations --------------------------------------------------------------------
+
+    def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
+                 topic_key: str | None = None, metadata: dict | None = None, scope: str = "") -> types.SaveResult:
+        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult."""
+        body = {**_body(user_id, scope), "title": title, "content": content, "type": type, "topic_key": topic_key,
+                "metadata": metadata}
+        return decode(types.SaveResult, self._http.request("POST", "observations/", body=body))
+
+    def mem_get_observation(self, user_id: str, observation_id: str, *, scope="") -> types.ObservationRecord:
+        path = f"observations/{_id(observation_id, ObservationNotFound)}/"
+        return decode(types.ObservationRecord, self._get(path, user_id, scope))
+
+    def mem_list_observations(self, user_id: str, *, type: str | None = None, topic_key: str | None = None,
+                              limit: int = 50, scope="") -> list[types.ObservationCompact]:
+        """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
+        optionally of one ``type`` or ``topic_key`` (normalized as on save)."""
+        query = [("page_size", str(OBSERVATIONS_LIMIT.clean(limit, None)))]
+        if type is not None:
+            query.append(("type", clean_type(type, allowed=None)))
+        if topic_key is not None:
+            query.append(("topic_key", check_text("topic_key", topic_key, allow_blank=True)))
+        page = self._get("observations/", user_id, scope, query)
+        return decode(list[types.ObservationCompact], page["results"])
+
+    def mem_revisions(self, user_id: str, observation_id: str, *,
+                      scope="") -> list[types.ObservationRevisionRecord]:
+        """The observation's earlier versions, newest first."""
+        path = f"observations/{_id(observation_id, ObservationNotFound)}/revisions/"
+        return decode(list[types.ObservationRevisionRecord], self._get(path, user_id, scope))
+
+    def mem_update(self, user_id: str, observation_id: str, *, scope: str = "", **fields) -> types.ObservationRecord:
+        """Replace title/content/type/topic_key/metadata, keeping the old version in history.
+        The observation must be in ``scope`` (``"*"``: any of the user's)."""
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
+        path = f"observations/{_id(observation_id, ObservationNotFound)}/"
+        body = {**fields, **_body(user_id, scope)}
+        return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))
+
+    def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False,
+                   scope: str = "") -> types.DeleteResult:
+        """Soft (or ``hard``) delete; the observation must be in ``scope`` (``"*"``: any of the user's)."""
+        if not isinstance(hard, bool):
+            raise ValidationError("hard", "must be true or false.", code="invalid_type")
+        pk = _id(observation_id, ObservationNotFound)
+        query = [*_user(user_id), *_scope(scope), ("hard", "true" if hard else "false")]
+        self._http.request("DELETE", f"observations/{pk}/", query=query)
+        return types.DeleteResult(id=pk, hard=hard)
+
+    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
+                   scope="") -> list[types.ObservationCompact]:
+        """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
+        ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting."""
+        params = [("q", check_text("query", query, allow_blank=True))]
+        if type is not None:
+            params.append(("type", check_text("type", type, allow_blank=True)))
+        if limit is not None:
+            params.append(("limit", _count("limit", limit)))
+        return decode(list[types.ObservationCompact], self._get("observations/search/", user_id, scope, params))
+
+    def mem_context(self, user_id: str, *, limit: int | None = None, scope="") -> list[types.ObservationCompact]:
+        """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
+        site's CONTEXT_MEMORIES setting, as at session start."""
+        params = [] if limit is None else [("limit", _count("limit", limit))]
+        return decode(list[types.ObservationCompact], self._get("context/", user_id, scope, params))
+
+    def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5,
+                     scope="") -> types.Timeline:
+        path = f"observations/{_id(observation_id, ObservationNotFound)}/timeline/"
+        params = [("before", _count("before", before)), ("after", _count("after", after))]
+        return decode(types.Timeline, self._get(path, user_id, scope, params))
+
+    def mem_stats(self, user_id: str, *, scope="") -> types.MemoryStats:
+        """Counts of what ``scope`` reads (``"*"``: all of the user's), with live memories per scope."""
+        return decode(types.MemoryStats, self._get("stats/", user_id, scope))
+
+    # -- the user's data -----------------------------------------------------------------
+
+    def mem_export(self, user_id: str, *, scope="*") -> dict:
+        """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
+        scope) as a versioned dict; each record names its scope."""
+        return self._get("export/", user_id, scope, default=ALL)
+
+    def mem_import(self, user_id: str, data: dict, *, scope: str | None = None) -> dict:
+        """Add an export's rows the user lacks, each into its record's scope, or all into
+        ``scope`` when given; idempotent; ValidationError, nothing written, on a bad one."""
+        body = {**_body(user_id, scope, default=None), "data": data}
+        return self._http.request("POST", "import/", body=body)
+
+    def mem_forget_user(self, user_id: str, *, scope: str = "*") -> dict[str, int]:
+        """Erase every row of the user (or only of one ``scope``) in one transaction; returns
+        the counts per kind."""
+        # The API asks for the user_id again as confirmation, compared after it is stripped.
+        confirm = user_id.strip() if isinstance(user_id, str) else user_id
+        body = {**_body(user_id, scope, default=ALL), "confirm": confirm}
+        return self._http.request("POST", "forget/", body=body)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _get(self, path: str, user_id, scope, params: list[tuple[str, str]] | None = None, *, default=SHARED):
+        query = [*_user(user_id), *_scope(scope, default), *(params or [])]
+        return self._http.request("GET", path, query=query)
+
+
+def _body(user_id, scope, *, default=SHARED) -> dict[str, Any]:
+    """A write's user_id, and its scope unless it is the method's default (see ``_scope``)."""
+    return {"user_id": user_id} if scope == default else {"user_id": user_id, "scope": scope}
+
+
+def _user(user_id) -> list[tuple[str, str]]:
+    return [("user_id", check_text("user_id", user_id, allow_blank=True))]
+
+
+def _scope(scope, default=SHARED) -> list[tuple[str, str]]:
+    """``scope`` as the query names it: one value, or a list as the parameter repeated.
+
+    The method's default is not named: the API's default is the same, except for an account
+    bound to one scope (``ACCOUNT_SCOPES``), which acts in its scope when it names none and is
+    refused when it names another.
+    """
+    if scope is None or scope == default:
+        return []
+    if isinstance(scope, str):
+        return [("scope", check_text("scope", scope, allow_blank=True))]
+    if isinstance(scope, (list, tuple)):
+        if not scope:
+            raise ValidationError("scope", "must name at least one scope.", code="empty")
+        values = [check_text("scope", value, allow_blank=True) for value in scope]
+        # One parameter is a scope and the shared space; a list of one reads that scope alone,
+        # which the API understands from the parameter repeated (it drops the repeat).
+        return [("scope", value) for value in (values * 2 if len(values) == 1 else values)]
+    return [("scope", check_text("scope", scope))]  # not a string: the facade's error
+
+
+def _count(field: str, value) -> str:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValidationError(field, "must be an integer.", code="invalid_type")
+    return str(value)
+
+
+def _id(value, error: type[LookupError]) -> str:
+    """A UUID's canonical form for the URL; anything else is not found, as in the facade."""
+    return str(value if isinstance(value, uuid.UUID) else parse_uuid(value, error))

@@ -1,0 +1,266 @@
+"""``MemoryStore``: LangGraph's long-term memory interface (``BaseStore``) over ilab_memory.
+
+Runs over the facade's methods, so it takes an ``ILabMemory`` (in the Django process) or a
+``MemoryClient`` (a remote site): both have the same signatures, values and errors. Each item
+is one observation, with its sessions, privacy, scopes and search:
+
+* **namespace** ``(user_id,)`` is the user's shared space, ``(user_id, scope)`` one of its
+  scopes. ``search``'s prefix ``(user_id,)`` reads every scope of the user; no namespace
+  reaches more than one user, so ``list_namespaces`` needs the user in its prefix.
+* **key** is the observation's ``topic_key``: a ``put`` of a key the namespace holds revises
+  that observation (the old version goes to its history). Keys are compared as topic keys
+  are, case and whitespace folded. An observation written by another face without a topic key
+  has its id as its key.
+* **value**: ``title`` (default: the key), ``content`` (default: the other entries as
+  ``name: value`` lines, so they are searchable) and ``type`` (default ``manual``) are the
+  observation's fields; every other entry is kept in its metadata. ``get`` gives the value back
+  as it was put, with private blocks redacted.
+* **search** with ``query`` is the hybrid search, each item scored with its SearchScore's
+  value; without, the newest updated first. ``filter`` selects the ``type``.
+* **delete** is the soft delete (the observation can be restored by an operator).
+* **TTL** is refused: memories are kept until they are deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from ..exceptions import ObservationNotFound, ValidationError
+from ..scopes import ALL, SHARED
+from ..validation import normalize_topic_key
+
+FIELDS = ("title", "content", "type")
+STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
+MAX_LISTED = 100  # the most observations one list read returns (the facade's and the API's bound)
+
+
+class MemoryStore(BaseStore):
+    """``MemoryStore(ILabMemory())`` or ``MemoryStore(MemoryClient(url, token))``; pass it as
+    ``graph.compile(store=...)``."""
+
+    supports_ttl = False
+
+    def __init__(self, memory=None):
+        if memory is None:
+            from .. import ILabMemory
+
+            memory = ILabMemory()
+        self.memory = memory
+
+    # -- BaseStore -------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Each operation in order (a later one sees what an earlier one wrote)."""
+        return [self._run(op) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` in a worker thread, so the event loop never waits on the database or the
+        network. In-process, Django's ``sync_to_async`` runs it on the one thread Django keeps
+        for synchronous database work called from async code (the ORM's connections are per
+        thread and may not be used from the event loop); a remote client's calls are HTTP
+        only, so they go to ``asyncio.to_thread`` and run side by side."""
+        ops = list(ops)
+        if self._in_process():
+            from asgiref.sync import sync_to_async
+
+            return await sync_to_async(self.batch, thread_sensitive=True)(ops)
+        return await asyncio.to_thread(self.batch, ops)
+
+    # -- operations ------------------------------------------------------------------------
+
+    def _run(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            return self._get(op.namespace, op.key)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, PutOp):
+            if op.value is None:
+                return self._delete(op.namespace, op.key)
+            return self._put(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        raise TypeError(f"MemoryStore does not know the operation {type(op).__name__}.")
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        user_id, scope = user_and_scope(namespace)
+        record = self._find(user_id, scope, key)
+        return None if record is None else item_of(record, Item)
+
+    def _put(self, op: PutOp) -> None:
+        if op.ttl is not None:
+            raise NotImplementedError(
+                "MemoryStore keeps memories until they are deleted (ilab_memory has no retention "
+                "yet): put without a ttl."
+            )
+        user_id, scope = user_and_scope(op.namespace)
+        key = op.key
+        if not isinstance(key, str) or normalize_topic_key(key) is None:
+            raise ValidationError("key", "must be a non-blank string.", code="blank")
+        fields, metadata = observation_fields(key, op.value)
+        try:
+            self.memory.mem_save(user_id, fields["title"], fields["content"], type=fields["type"], topic_key=key,
+                                 metadata=metadata, scope=scope)
+        except ValidationError as error:
+            if error.field != "topic_key":
+                raise
+            # The key is the topic key: the error names what the caller gave.
+            raise ValidationError("key", error.message, code=error.code, limit=error.limit, size=error.size) from None
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+        user_id, scope = user_and_scope(namespace)
+        record = self._find(user_id, scope, key)
+        if record is not None:  # deleting what is not there is done, as in every LangGraph store
+            self.memory.mem_delete(user_id, record.id, scope=scope)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        user_id, scope = user_and_scope(op.namespace_prefix, prefix=True)
+        reach = ALL if scope is None else [scope]  # a list reads exactly its scopes
+        type = type_filter(op.filter)
+        wanted = op.offset + op.limit
+        if op.query:
+            hits = self.memory.mem_search(user_id, op.query, type=type, limit=wanted, scope=reach)
+        else:
+            if wanted > MAX_LISTED:
+                raise ValidationError("limit", f"offset and limit add up to {wanted}; the limit is {MAX_LISTED}.",
+                                      code="max_value", limit=MAX_LISTED, size=wanted)
+            hits = self.memory.mem_list_observations(user_id, type=type, limit=wanted, scope=reach)
+        items = []
+        for hit in hits[op.offset:]:
+            # A hit is compact (a preview); the item carries the whole value.
+            record = self.memory.mem_get_observation(user_id, hit.id, scope=[hit.scope])
+            items.append(item_of(record, SearchItem, score=None if hit.score is None else hit.score.value))
+        return items
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = op.match_conditions or ()
+        users = {condition.path[0] for condition in conditions
+                 if condition.match_type == "prefix" and condition.path and condition.path[0] != "*"}
+        if len(users) != 1:
+            raise InvalidNamespaceError(
+                "MemoryStore lists one user's namespaces: give prefix=(user_id,). "
+                "No namespace reaches more than one user."
+            )
+        (user_id,) = users
+        stats = self.memory.mem_stats(user_id, scope=ALL)
+        namespaces = [namespace_of(user_id, scope) for scope, live in stats.observations_by_scope.items() if live]
+        namespaces = [ns for ns in namespaces if all(matches(condition, ns) for condition in conditions)]
+        if op.max_depth is not None:
+            namespaces = list({ns[: op.max_depth] for ns in namespaces})
+        return sorted(namespaces)[op.offset: op.offset + op.limit]
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _find(self, user_id: str, scope: str, key: str):
+        """The live observation of ``key`` in exactly ``scope``, in full; None if there is none."""
+        exact = [scope]
+        if not isinstance(key, str) or normalize_topic_key(key) is None:
+            return None  # no put stores a blank key
+        hits = self.memory.mem_list_observations(user_id, topic_key=key, limit=1, scope=exact)
+        if hits:
+            return self.memory.mem_get_observation(user_id, hits[0].id, scope=exact)
+        try:  # an observation without a topic key is found by its id
+            record = self.memory.mem_get_observation(user_id, key, scope=exact)
+        except ObservationNotFound:
+            return None
+        return record if record.topic_key is None else None
+
+    def _in_process(self) -> bool:
+        from .. import ILabMemory
+
+        return isinstance(self.memory, ILabMemory)
+
+
+def user_and_scope(namespace: tuple[str, ...], *, prefix: bool = False) -> tuple[str, str | None]:
+    """``(user_id,)`` is the shared space (as a search prefix: every scope), ``(user_id, scope)`` a scope."""
+    namespace = tuple(namespace)
+    if not 1 <= len(namespace) <= 2 or not all(isinstance(label, str) and label for label in namespace):
+        raise InvalidNamespaceError(
+            f"A MemoryStore namespace is (user_id,) or (user_id, scope); got {len(namespace)} labels."
+        )
+    if len(namespace) == 1:
+        return namespace[0], None if prefix else SHARED
+    return namespace[0], namespace[1]
+
+
+def namespace_of(user_id: str, scope: str) -> tuple[str, ...]:
+    return (user_id,) if scope == SHARED else (user_id, scope)
+
+
+def observation_fields(key: str, value: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The observation's title, content and type from a put's value, and its metadata: the
+    other entries, and which fields the value gave (so ``get`` returns the value as put)."""
+    if not isinstance(value, dict):
+        raise ValidationError("value", "must be a dict.", code="invalid_type")
+    if STORE_KEY in value:
+        raise ValidationError("value", f"must not hold the entry {STORE_KEY!r}: MemoryStore keeps its own there.",
+                              code="reserved_key")
+    extra = {name: entry for name, entry in value.items() if name not in FIELDS}
+    given = sorted(name for name in FIELDS if name in value)
+    fields = {
+        "title": value.get("title", key),
+        "content": value["content"] if "content" in value else as_text(extra),
+        "type": value.get("type", "manual"),
+    }
+    return fields, {**extra, STORE_KEY: {"key": key, "fields": given}}
+
+
+def as_text(entries: dict[str, Any]) -> str:
+    """``name: value`` lines (JSON for what is not a string): the words search finds."""
+    lines = [f"{name}: {entry if isinstance(entry, str) else json.dumps(entry, ensure_ascii=False)}"
+             for name, entry in entries.items()]
+    return "\n".join(lines) or "(empty)"
+
+
+def item_of(record, cls: type[Item], **extra) -> Item:
+    """The LangGraph item of an observation (``ObservationRecord``)."""
+    metadata = dict(record.metadata)
+    stored = metadata.pop(STORE_KEY, None)
+    if isinstance(stored, dict):
+        key, given = stored.get("key", record.topic_key), stored.get("fields", [])
+    else:  # written by another face: every field is the value's
+        key, given = record.topic_key or record.id, list(FIELDS)
+    value = {**metadata, **{name: getattr(record, name) for name in given}}
+    return cls(namespace=namespace_of(record.user_id, record.scope), key=key, value=value,
+               created_at=datetime.fromisoformat(record.created_at),
+               updated_at=datetime.fromisoformat(record.updated_at), **extra)
+
+
+def type_filter(filter: dict[str, Any] | None) -> str | None:
+    """The observation type a search's ``filter`` selects: ``{"type": t}`` or ``{"type": {"$eq": t}}``."""
+    if not filter:
+        return None
+    if set(filter) != {"type"}:
+        raise ValidationError("filter", "can select the type only ({'type': 'decision'}).", code="unsupported_filter")
+    wanted = filter["type"]
+    if isinstance(wanted, dict) and set(wanted) == {"$eq"}:
+        wanted = wanted["$eq"]
+    if not isinstance(wanted, str):
+        raise ValidationError("filter", "type must be one type, a string.", code="unsupported_filter")
+    return wanted
+
+
+def matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """Whether ``namespace`` starts (prefix) or ends (suffix) with the condition's path; ``*`` is any label."""
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(namespace, path) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path))
+    return all(wanted == "*" or label == wanted for label, wanted in pairs)
