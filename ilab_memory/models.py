@@ -25,7 +25,7 @@ def first_or_none(queryset):
 
 
 def scope_field():
-    """A row's scope (SPEC §14): a slug below the user; "" is the user's shared space."""
+    """A row's scope: a slug below the user; "" is the user's shared space."""
     return models.CharField(_("scope"), max_length=SCOPE_COLUMN_CHARS, default=SHARED, blank=True)
 
 

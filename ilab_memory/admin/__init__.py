@@ -1,4 +1,4 @@
-"""The operator console (SPEC §8): browse sessions and observations, tell Auto from Human summaries,
+"""The operator console: browse sessions and observations, tell Auto from Human summaries,
 see the state of memory at a glance, and leave an audit trail of every change.
 
 Rows are created only by the services, so nobody can add them here and nobody can hard-delete

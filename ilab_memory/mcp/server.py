@@ -10,7 +10,7 @@ protocol error or a traceback. Unknown tool names are protocol errors, as the MC
 
 Who calls is a *principal* the transport supplies per request (``principal_for(ctx)``): the
 HTTP transport's wraps the DRF-authenticated request, stdio's is one fixed user_id. The principal
-also names the one scope its calls act in (SPEC §14); no tool takes a scope, so an agent cannot
+also names the one scope its calls act in; no tool takes a scope, so an agent cannot
 choose another's.
 """
 

@@ -9,7 +9,7 @@ can, as the API's views do and in their words (required and unknown arguments, c
 integers, flags that are booleans), never echoing a value. Results are encoded by
 ``ilab_memory.encoding``, in the HTTP API's shapes, and described by its schemas. The texts say
 what happened to this call: how each search result was found, how many private blocks this
-request held. Every call acts in the caller's scope, which the transport supplies (SPEC §14):
+request held. Every call acts in the caller's scope, which the transport supplies:
 no tool takes a scope argument.
 """
 

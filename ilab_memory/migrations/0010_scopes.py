@@ -1,4 +1,4 @@
-"""Scopes (SPEC §14): sessions, observations and their vectors carry a scope.
+"""Scopes: sessions, observations and their vectors carry a scope.
 
 Every existing row lands in the shared space (the empty scope, the column's default), so data
 of the previous version means what it meant. The one-active-session rule, the one-live-topic

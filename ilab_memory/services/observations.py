@@ -51,7 +51,7 @@ class CleanFields:
 
 
 def clean_fields(*, config: Config, **given) -> CleanFields:
-    """Shapes first, then redaction, then limits on what will be stored (SPEC §3 step 1)."""
+    """Shapes first, then redaction, then limits on what will be stored."""
     values: dict[str, Any] = {}
     blocks = 0
     if "type" in given:

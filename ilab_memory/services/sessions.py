@@ -87,8 +87,8 @@ def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, co
     """The user's active session in ``scope``, alive until ``now``: (its id, is_new). Inside a
     transaction.
 
-    The common case, a live session, is one statement that finds it and bumps it (SPEC §3
-    steps 2 and 6 at once: same result in the same transaction). Otherwise, under the scope's
+    The common case, a live session, is one statement that finds it and bumps it
+    (finding the session and keeping it alive at once: the same result in the same transaction). Otherwise, under the scope's
     lock: an expired session is auto-closed and a new one opened; none, one is opened; one a
     concurrent writer opened meanwhile is bumped.
     """
