@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from django.db.models import Q
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from django.db.models import Q
 
 SHARED = ""
 ALL = "*"
@@ -59,6 +60,9 @@ class Reach:
     def q(self, prefix: str = "") -> Q:
         """The ORM filter (empty when every scope is read); ``prefix`` reaches a related row's
         scope (``"observation__"``)."""
+        # Imported here: the HTTP client reads this module's constants in a process without Django.
+        from django.db.models import Q
+
         if self.scopes is None:
             return Q()
         if len(self.scopes) == 1:  # an exact lookup: the shared space alone, the most common read

@@ -188,9 +188,9 @@ def observations_list(
     is normalized as on save, so ``Database choice`` finds ``database-choice``."""
     config = config or get_config()
     limit = OBSERVATIONS_LIMIT.clean(limit, config)
-    seen = reach_of(scope, config)
+    seen = clean_read_reach(scope, config=config)
     observations = (Observation.objects.using(using).live_for_user(_user(user_id, config))
-                    .filter(**seen.filter()).order_by("-updated_at", "-id"))
+                    .filter(seen.q()).order_by("-updated_at", "-id"))
     if type is not None:
         observations = observations.filter(type=clean_type(type, allowed=None))
     if topic_key is not None:

@@ -3,6 +3,10 @@
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine_independent
+
 CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
 MAX_ENTRY_CHARS = 120
 # A measurement: a number with a unit, a percentage, a ratio or a before → after.

@@ -25,6 +25,8 @@ from django.conf import global_settings
 import ilab_memory
 from ilab_memory import conf
 
+pytestmark = pytest.mark.engine_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -27,6 +27,8 @@ from ilab_memory.embeddings import (
 )
 from ilab_memory.embeddings.openai import embeddings_url
 
+pytestmark = pytest.mark.engine_independent
+
 ALI = "Prefers 'Ali': Alice asked to be called Ali."
 STANDUP = "Daily standup at 9:30"
 CAT = "The user's cat is named Miso and sleeps on the keyboard."

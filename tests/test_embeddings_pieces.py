@@ -9,6 +9,8 @@ import pytest
 
 from ilab_memory.embeddings.pieces import mean_of_pieces, split_passage
 
+pytestmark = pytest.mark.engine_independent
+
 OVERHEAD = 3
 
 

@@ -2,6 +2,10 @@
 
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine_independent
+
 LIBRARY = Path(__file__).resolve().parent.parent / "ilab_memory"
 
 

@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from tests.mcp import page
 from tests.mcp.test_stdio import call, run
+
+pytestmark = pytest.mark.engine_independent
 
 SCRIPT = Path(sys.executable).parent / "ilab-memory-mcp"
 

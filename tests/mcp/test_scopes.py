@@ -110,6 +110,7 @@ def rows(db: Path, table: str) -> set[tuple]:
         return set(connection.execute(f"SELECT user_id, scope, {column} FROM ilab_memory_{table}"))
 
 
+@pytest.mark.engine_independent
 def test_two_scoped_stdio_servers_on_one_file_keep_sessions_and_memories_apart(tmp_path):
     db = tmp_path / "mem.db"
     servers = {"shared": embedded(db), "support": embedded(db, "support"), "coding": embedded(db, "coding")}
@@ -194,6 +195,7 @@ def test_two_scoped_stdio_servers_on_one_file_keep_sessions_and_memories_apart(t
                                    ("alice", "support", "active"), ("alice", "coding", "active")}
 
 
+@pytest.mark.engine_independent
 def test_a_scoped_stdio_server_serves_one_user_in_its_scope(tmp_path):
     db = tmp_path / "mem.db"
 
@@ -209,6 +211,7 @@ def test_a_scoped_stdio_server_serves_one_user_in_its_scope(tmp_path):
     assert rows(db, "observation") == {("bob", "support", "Bob in support"), ("alice", "support", "Alice in support")}
 
 
+@pytest.mark.engine_independent
 @pytest.mark.parametrize("scope", HOSTILE_SCOPES)
 def test_an_unusable_scope_stops_the_stdio_server_before_it_touches_the_file(tmp_path, scope):
     done = subprocess.run(embedded(tmp_path / "mem.db", scope), cwd=ROOT, capture_output=True, text=True,
@@ -402,6 +405,7 @@ def test_an_endpoints_scope_must_be_one_the_settings_allow():
 # ------------------------------------------------------------------------------- the page's example
 
 
+@pytest.mark.engine_independent
 def test_the_pages_worked_example_on_one_memory_file(tmp_path):
     memory_folder = tmp_path / "memory"
     memory_folder.mkdir()

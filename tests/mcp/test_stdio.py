@@ -45,6 +45,7 @@ def call(session, name, **arguments):
     return session.call_tool(name, arguments)
 
 
+@pytest.mark.engine_independent
 def test_embedded_stdio_server_serves_one_user_and_keeps_stdout_for_the_protocol(tmp_path):
     db = tmp_path / "mem.db"
     parameters = StdioServerParameters(

@@ -69,6 +69,7 @@ def run_processes(backend: str, target: str, *, processes: int, users: list[str]
     return collect(children, timeout=120)
 
 
+@pytest.mark.engine_independent
 def test_agents_in_processes_on_one_embedded_sqlite_file_keep_every_invariant(tmp_path):
     path = str(tmp_path / "memory.db")
     first = spawn("sqlite", path, "start", "--users", "user-0")  # create and migrate the file once
@@ -81,6 +82,7 @@ def test_agents_in_processes_on_one_embedded_sqlite_file_keep_every_invariant(tm
     record("processes, embedded SQLite file", processes=processes, **figures)
 
 
+@pytest.mark.engine_independent
 def test_processes_opening_a_new_embedded_file_at_once_all_succeed(tmp_path):
     path = str(tmp_path / "fresh.db")
     children = [spawn("sqlite", path, "start", "--users", "carol") for _ in range(3)]

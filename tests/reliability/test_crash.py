@@ -48,6 +48,7 @@ def stored_ids(cursor) -> set[str]:
     return {normal_id(row[0]) for row in cursor.fetchall()}
 
 
+@pytest.mark.engine_independent
 def test_sigkilled_agents_on_an_embedded_sqlite_file_lose_no_acknowledged_write(tmp_path):
     path = str(tmp_path / "crash.db")
     first = spawn("sqlite", path, "start", "--users", "crash-user")

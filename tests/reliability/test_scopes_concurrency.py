@@ -62,6 +62,7 @@ def check(cursor, acks: list[dict]) -> None:
     assert all(started[scope] == set(active[("ana", scope)]) for scope in SCOPES)
 
 
+@pytest.mark.engine_independent
 def test_processes_in_three_scopes_on_one_embedded_sqlite_file(tmp_path):
     path = str(tmp_path / "memory.db")
     first = spawn("sqlite", path, "start", "--users", "someone-else")  # create and migrate the file once
