@@ -8,7 +8,7 @@ the same attributes) and are the only code that turns stored rows into these val
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -192,7 +192,7 @@ ELLIPSIS = "…"
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(timezone.utc).isoformat()
+    return value.astimezone(UTC).isoformat()
 
 
 def preview(text: str, limit: int) -> str:

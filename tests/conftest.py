@@ -1,14 +1,14 @@
 """Shared fixtures: the facade on the test database, a clock to travel with, settings helpers."""
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import time_machine
 
 from ilab_memory import ILabMemory
 
-START = datetime(2026, 1, 15, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -45,9 +45,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 DEFAULT_OS_USER = "pgserver"
 SUPERUSER = "postgres"
@@ -96,7 +96,7 @@ def find_bin_dir() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("pgserver is not installed: pip install pgserver==0.1.4")
-    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / "postgres").exists():
         raise RuntimeError(f"pgserver has no PostgreSQL binaries for this platform at {bin_dir}")
     return bin_dir

@@ -12,7 +12,6 @@ from ilab_memory import ILabMemory
 from ilab_memory.exceptions import ObservationNotFound, ValidationError
 from ilab_memory.models import Observation, ObservationRevision, Session, SessionStatus
 from tests import threads
-from tests.conftest import START
 
 TICK = timedelta(microseconds=1)
 

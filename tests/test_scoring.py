@@ -1,7 +1,7 @@
 """SPEC §5 / Braess #5: ContextScore, and why it cannot be compared with a SearchScore."""
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 

@@ -55,10 +55,9 @@ def test_an_expired_session_closed_by_a_start_says_so(tmem, received, clock):
 
 
 def test_nothing_is_sent_for_a_write_that_rolls_back(tmem, received):
-    with pytest.raises(RuntimeError):
-        with transaction.atomic():
-            tmem.mem_save("alice", "Tea", "Green.")
-            raise RuntimeError("the caller's transaction fails")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        tmem.mem_save("alice", "Tea", "Green.")
+        raise RuntimeError("the caller's transaction fails")
     assert received == []
 
 

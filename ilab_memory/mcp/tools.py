@@ -15,8 +15,9 @@ no tool takes a scope argument.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from mcp_types import ToolAnnotations
 
@@ -149,7 +150,7 @@ class InvalidArguments(Exception):
         self.body = {"detail": INVALID_INPUT, "code": "invalid", "errors": errors}
 
     @classmethod
-    def not_an_object(cls, arguments) -> "InvalidArguments":
+    def not_an_object(cls, arguments) -> InvalidArguments:
         return cls({"non_field_errors": [NOT_AN_OBJECT.format(datatype=type(arguments).__name__)]})
 
 
@@ -260,11 +261,11 @@ def _session_line(record: dict[str, Any]) -> str:
 def _start(memory, user_id, scope, args):
     data = encode(memory.mem_session_start(user_id, scope=scope))
     if data["is_new"]:
-        lines = [f"NEW session {data['session_id']}: greet the user; this conversation starts fresh, "
-                 "with the context below."]
+        lines = [(f"NEW session {data['session_id']}: greet the user; this conversation starts fresh, "
+                 "with the context below.")]
     else:
-        lines = [f"CONTINUING session {data['session_id']} (it was already open): pick up where you left "
-                 "off; do not greet as if this were a new conversation."]
+        lines = [(f"CONTINUING session {data['session_id']} (it was already open): pick up where you left "
+                 "off; do not greet as if this were a new conversation.")]
     lines.append("")
     if data["sessions_context"]:
         lines.append("Past sessions, newest first:")

@@ -89,7 +89,7 @@ def serve_demo(folder: Path, *, shell: str | None = None):
     if shell is not None:
         subprocess.run([*manage, "shell", "-c", shell], cwd=ROOT, env=env, check=True, capture_output=True)
     port = free_port()
-    log = open(folder / "server.log", "wb")
+    log = open(folder / "server.log", "wb")  # noqa: SIM115 -- the server writes it until teardown closes it
     server = subprocess.Popen(
         [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT, env=env, stdout=log, stderr=log
     )

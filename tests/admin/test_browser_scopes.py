@@ -7,8 +7,7 @@ browser tests keep the demo as it is.
 
 import pytest
 
-from tests.admin.test_browser import OBSERVATIONS, assert_no_overflow, serve_demo
-from tests.admin.test_browser import browser, laptop, phone  # noqa: F401  (fixtures, on this module's site)
+from tests.admin.test_browser import OBSERVATIONS, assert_no_overflow, browser, laptop, phone, serve_demo  # noqa: F401  (fixtures, on this module's site)
 
 AGENTS = """
 from ilab_memory import ILabMemory
@@ -28,7 +27,7 @@ def demo_site(tmp_path_factory):
         yield base
 
 
-def test_the_scope_column_and_filter(laptop):
+def test_the_scope_column_and_filter(laptop):  # noqa: F811 -- the imported fixture
     page = laptop
     page.goto(OBSERVATIONS + "?q=refund")
     rows = page.locator("#result_list tbody tr")
@@ -44,13 +43,13 @@ def test_the_scope_column_and_filter(laptop):
     assert_no_overflow(page, "laptop, filtered by scope")
 
 
-def test_the_lists_with_scopes_fit_a_phone(phone):
+def test_the_lists_with_scopes_fit_a_phone(phone):  # noqa: F811 -- the imported fixture
     for path in (OBSERVATIONS + "?q=refund", USER_PAGE):
         phone.goto(path)
         assert_no_overflow(phone, ("phone", path))
 
 
-def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(laptop):
+def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(laptop):  # noqa: F811 -- the imported fixture
     page = laptop
     page.goto(USER_PAGE)
     scopes = page.locator("#ilab-user-scopes tbody tr")
@@ -66,7 +65,7 @@ def test_the_user_page_lists_the_scopes_and_searches_as_one_agent(laptop):
     assert not any("branch refund-fix" in row for row in found)  # the coding assistant's
 
 
-def test_an_operator_erases_one_scope_and_keeps_the_others(laptop):
+def test_an_operator_erases_one_scope_and_keeps_the_others(laptop):  # noqa: F811 -- the imported fixture
     page = laptop
     page.goto(USER_PAGE)
     scheduling = page.locator("#ilab-user-scopes tbody tr", has_text="scheduling")

@@ -13,8 +13,15 @@ from django.urls import reverse
 from ilab_memory.models import Observation, ObservationVector, Session
 from ilab_memory.services.observations import observation_delete, observation_save
 from ilab_memory.services.sessions import session_end
-from tests.admin.test_admin import OBSERVATIONS, SESSIONS, listed, observation_form, observation_url, session_url
-from tests.admin.test_admin import staff_client
+from tests.admin.test_admin import (
+    OBSERVATIONS,
+    SESSIONS,
+    listed,
+    observation_form,
+    observation_url,
+    session_url,
+    staff_client,
+)
 from tests.admin.test_console import WORDS_ONLY, grow, user_url
 
 

@@ -7,15 +7,15 @@ and matching its schema.
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
+from schemathesis import checks
 
 from tests.api.conftest import API
 

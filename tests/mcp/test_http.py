@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.test import override_settings
 from mcp.shared.exceptions import MCPError
 
-from ilab_memory.models import Observation, Session
 from ilab_memory.mcp.http import MemoryMCPApp, transport_security_from_settings
+from ilab_memory.models import Observation, Session
 from tests.mcp.conftest import make_account, mcp_client, serving
 
 TOOLS = {

@@ -31,7 +31,7 @@ def imported_modules(path: Path) -> set[str]:
             modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = "ilab_memory.mcp".split(".")[: 2 - (node.level - 1)]
+                base = ["ilab_memory", "mcp"][: 2 - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module

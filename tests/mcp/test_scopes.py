@@ -276,7 +276,7 @@ def test_an_account_bound_by_account_scopes_writes_in_its_scope_and_reads_the_sh
             assert (saved["scope"], saved["user_id"], saved["session_id"]) == (
                 "support", alice.user_id, started["session_id"])
             assert uv.id not in [r["id"] for r in mcp.ok("mem_search", query="uv")["results"]]
-            assert [r["id"] for r in mcp.ok("mem_search", query="Ali")["results"]][0] == ali.id
+            assert next(r["id"] for r in mcp.ok("mem_search", query="Ali")["results"]) == ali.id
             assert mcp.error("mem_get_observation", observation_id=uv.id) == NOT_FOUND
             assert mcp.error("mem_update", observation_id=ali.id, title="Ali") == NOT_FOUND
             stats = mcp.ok("mem_stats")
@@ -298,11 +298,10 @@ def test_an_account_bound_by_account_scopes_writes_in_its_scope_and_reads_the_sh
 
 
 def test_a_bound_agent_backend_acts_for_the_user_it_names_in_its_scope(mcp_url, agent, alice):
-    with bound({agent.user.username: "support"}):
-        with mcp_client(mcp_url, agent.token) as backend:
-            saved = backend.ok("mem_save", title="Refund approved", content="Order 1042.", user_id=alice.user_id)
-            assert (saved["observation"]["user_id"], saved["observation"]["scope"]) == (alice.user_id, "support")
-            assert backend.ok("mem_stats", user_id=alice.user_id)["scope"] == "support,"
+    with bound({agent.user.username: "support"}), mcp_client(mcp_url, agent.token) as backend:
+        saved = backend.ok("mem_save", title="Refund approved", content="Order 1042.", user_id=alice.user_id)
+        assert (saved["observation"]["user_id"], saved["observation"]["scope"]) == (alice.user_id, "support")
+        assert backend.ok("mem_stats", user_id=alice.user_id)["scope"] == "support,"
     with mcp_client(mcp_url, alice.token) as mcp:  # Alice's own unbound agent reads her shared space only
         assert mcp.ok("mem_search", query="refund")["results"] == []
         assert mcp.ok("mem_stats")["observations"] == 0

@@ -119,7 +119,7 @@ def test_manage_py_ilab_memory_mcp_serves_the_sites_database(tmp_path, live_db):
         saved = await call(session, "mem_save", title="Runs on the site", content="Same rows as the API.")
         return saved, await call(session, "mem_stats")
 
-    ((saved, stats), junk), stderr = run(parameters, script, tmp_path)
+    ((saved, stats), junk), _stderr = run(parameters, script, tmp_path)
     assert junk == [], f"non-protocol output on stdout: {junk}"
     assert not saved.is_error, saved.content[0].text
     assert stats.structured_content["observations"] == 1

@@ -13,8 +13,6 @@ import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("worker.py")
 SCALE = max(1, int(os.environ.get("ILAB_MEMORY_RELIABILITY_SCALE", "1")))
@@ -94,7 +92,7 @@ def check_invariants(cursor, acks: list[dict]) -> dict:
 
     cursor.execute("SELECT id, user_id, title, duplicate_count, session_id FROM ilab_memory_observation")
     observations = {normal_id(row[0]): row[1:] for row in cursor.fetchall()}
-    for observation_id, (user, _, _, session_id) in observations.items():
+    for (user, _, _, session_id) in observations.values():
         assert sessions[normal_id(session_id)][0] == user, "an observation sits in another user's session"
 
     saves = [a for a in acks if a["op"] == "save"]

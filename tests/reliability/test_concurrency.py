@@ -4,17 +4,15 @@ Afterwards: at most one active session per user, every acknowledged save present
 (or counted as a duplicate), counts that add up, and no "database is locked" anywhere.
 """
 
-import random
 import sqlite3
 
 import pytest
 from django.db import connection
 
 from ilab_memory.models import Session
-
-from . import worker
 from tests.threads import run_together
 
+from . import worker
 from .conftest import SCALE, check_invariants, collect, parse_acks, pg_worker_target, record, spawn
 
 pytestmark = pytest.mark.slow

@@ -86,7 +86,7 @@ def test_sigkilled_agents_on_postgresql_lose_no_acknowledged_write(transactional
             missing = acknowledged - stored_ids(cursor)
         assert not missing, f"kill {n}: {len(missing)} acknowledged saves lost"
     after = spawn("pg", target, "start", "--users", "crash-user")
-    out, err = after.communicate(timeout=120)
+    _out, err = after.communicate(timeout=120)
     assert after.returncode == 0, err[-2000:]
     with connection.cursor() as cursor:
         cursor.execute(

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from typing import Self
 
 REDRAW_SECONDS = 0.2
 
@@ -58,7 +59,7 @@ class Progress:
         while not self._stop.wait(REDRAW_SECONDS):
             self._draw()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Self:
         if self.enabled:
             self._draw()
             self._thread = threading.Thread(target=self._run, name="ilab-memory-progress", daemon=True)
