@@ -90,3 +90,14 @@ def test_a_search_stops_embedding_when_its_time_is_up(mem, backlog, settings):
     assert {r.title for r in mem.mem_search("alice", "zeppelin", limit=50)} == {f"Note {k}" for k in range(8)}
     assert embedded() == [str(backlog[-1])]
     assert mem.mem_stats("alice").waiting_for_vector == BACKLOG - 1
+
+
+def test_with_a_runner_a_backlog_is_the_runners_and_a_few_new_rows_the_searchs(mem, backlog, settings):
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBEDDING_RUNNER": "tests.embedders.recording_runner"}
+    mem.mem_search("alice", "zeppelin")
+    assert embedded() == []  # 40 waiting, more than the budget: the runner drains them
+    ObservationVector.objects.filter(user_id="alice").exclude(observation_id__in=backlog[-3:]).update(
+        model_id=E5, dimensions=384, vector=b"\0" * 384 * 4)
+    mem.mem_search("alice", "zeppelin")
+    assert sorted(embedded()) == sorted(str(pk) for pk in ObservationVector.objects.filter(user_id="alice")
+                                        .values_list("observation_id", flat=True))  # the 3 a save just made

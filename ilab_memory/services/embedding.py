@@ -168,7 +168,13 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     are stored or ``SEARCH_EMBED_MILLISECONDS`` have passed (checked between memories, so one
     may run over); returns how many were stored. Rows under a runner's lease are skipped, never
     waited for: they and the rest are found by their words until their vectors arrive, so no
-    search waits on a backlog. An embedder that fails is logged and leaves its rows queued."""
+    search waits on a backlog. With an ``EMBEDDING_RUNNER``, more than the budget waiting is a
+    backlog the runner drains: the search leaves it alone, since every search spending its time
+    on it would only share the cores with the runner. An embedder that fails is logged and
+    leaves its rows queued."""
+    if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: config.SEARCH_EMBED_BUDGET + 1].count() \
+            > config.SEARCH_EMBED_BUDGET:
+        return 0
     limit = config.SEARCH_EMBED_MILLISECONDS
     deadline = None if limit is None else time.monotonic() + limit / 1000
     stored = 0
@@ -183,6 +189,12 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
     return stored
+
+
+def _unclaimed(user_id: str, using: str):
+    """The user's rows waiting for a vector that no one holds (or whose lease lapsed)."""
+    return ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True).filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now()))
 
 
 def waiting_exists(*, config: Config, using: str) -> bool:
@@ -209,10 +221,9 @@ def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool,
     claimer reads the rows only after the first one's lease is on them."""
     now = timezone.now()
     if user_id is None:
-        rows = _waiting(model_id, using)
+        rows = _waiting(model_id, using).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
     else:
-        rows = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
-    rows = rows.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        rows = _unclaimed(user_id, using)
     if user_id is not None and not rows.exists():
         return []  # a search with nothing to embed takes no write lock
     order = ("-queued_at", "-id") if newest_first else ("queued_at", "id")
