@@ -163,23 +163,20 @@ def embed_batch(*, config: Config, using: str, user_id: str | None = None, size:
 
 
 def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
-    """Before a search reads: embed the user's newest waiting memories that no one holds (what
-    was just saved is likeliest to be asked about), one at a time, until ``SEARCH_EMBED_BUDGET``
-    are stored or ``SEARCH_EMBED_MILLISECONDS`` have passed (checked between memories, so one
-    may run over); returns how many were stored. Rows under a runner's lease are skipped, never
-    waited for: they and the rest are found by their words until their vectors arrive, so no
-    search waits on a backlog. With an ``EMBEDDING_RUNNER``, more than the budget waiting is a
-    backlog the runner drains: the search leaves it alone, since every search spending its time
-    on it would only share the cores with the runner. An embedder that fails is logged and
-    leaves its rows queued."""
-    if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: config.SEARCH_EMBED_BUDGET + 1].count() \
-            > config.SEARCH_EMBED_BUDGET:
+    """Before a search reads: embed the user's newest waiting memories no one holds, one at a
+    time, up to ``SEARCH_EMBED_BUDGET`` of them within ``SEARCH_EMBED_MILLISECONDS`` (checked
+    between memories); returns how many were stored. Leased rows are never waited for; with an
+    ``EMBEDDING_RUNNER``, more than the budget waiting is the runner's backlog, left to it (the
+    search would only share its cores). The rest is found by its words meanwhile. An embedder
+    that fails is logged; its rows stay queued."""
+    budget = config.SEARCH_EMBED_BUDGET
+    if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: budget + 1].count() > budget:
         return 0
     limit = config.SEARCH_EMBED_MILLISECONDS
     deadline = None if limit is None else time.monotonic() + limit / 1000
     stored = 0
     try:
-        for _ in range(config.SEARCH_EMBED_BUDGET):
+        for _ in range(budget):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             done = embed_batch(user_id=user_id, size=1, newest_first=True, config=config, using=using)
