@@ -247,3 +247,19 @@ def test_the_batch_of_a_killed_process_is_embedded_by_the_next_once_its_lease_la
     assert rescuer["started"] and rescuer["error"] is None
     assert rescuer["stored"] == 40 - before["embedded"]  # the rest, the dead process's batch included
     assert file_counts(path) == {"rows": 40, "embedded": 40, "held": 0, "requeued": 0, "models": 1}
+
+
+@embedded_only
+def test_the_readmes_first_script_finds_what_it_just_saved_by_meaning(tmp_path):
+    """Save, then search at once in the same process, four times: the thread claimed the row on
+    commit; the search waits for those few held rows, so the memory has its vector."""
+    script = ("from ilab_memory import ILabMemory\n"
+              "mem = ILabMemory.from_path('m.db')\n"
+              "for k in range(4):\n"
+              "    saved = mem.mem_save('alice', f'Prefers Ali {k}', f'Alice asked to be called Ali, note {k}.')\n"
+              "    found = {r.id: r for r in mem.mem_search('alice', 'what should I call alice', limit=10)}\n"
+              "    print(found[saved.observation.id].score.breakdown['vector'])")
+    found = subprocess.run([sys.executable, "-c", script], check=False, cwd=tmp_path, env=env(), capture_output=True,
+                           text=True, timeout=TIMEOUT)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == ["True"] * 4

@@ -167,8 +167,8 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     time, up to ``SEARCH_EMBED_BUDGET`` of them within ``SEARCH_EMBED_MILLISECONDS`` (checked
     between memories); returns how many were stored. Leased rows are never waited for; with an
     ``EMBEDDING_RUNNER``, more than the budget waiting is the runner's backlog, left to it (the
-    search would only share its cores). The rest is found by its words meanwhile. An embedder
-    that fails is logged; its rows stay queued."""
+    search would only share its cores), and a few rows it holds are awaited briefly. The rest is found by its words meanwhile. An embedder that fails is logged; its rows
+    stay queued."""
     budget = config.SEARCH_EMBED_BUDGET
     if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: budget + 1].count() > budget:
         return 0
@@ -185,7 +185,28 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
             stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
+    if config.EMBEDDING_RUNNER and not transaction.get_connection(using).in_atomic_block:
+        _await_held(user_id, using, until=time.monotonic() + HELD_WAIT_SECONDS, at_most=budget)
     return stored
+
+
+# How often a search looks whether the few rows a runner holds for its user are stored, and how
+# long at most: enough for a save's row and a first load of the model, never a backlog's batches.
+HELD_POLL_SECONDS = 0.01
+HELD_WAIT_SECONDS = 2.0
+
+
+def _await_held(user_id: str, using: str, *, until: float, at_most: int) -> None:
+    """A runner holding a few of the user's rows (a save just made: the thread claims it on
+    commit) stores them within moments: wait for them, up to ``HELD_WAIT_SECONDS``, so what was
+    just saved is found by meaning. More than ``at_most`` is a backlog, never waited for. Not inside
+    a transaction, whose snapshot would never see them stored."""
+    held = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True,
+                                                         claimed_until__gte=timezone.now())
+    if held[: at_most + 1].count() > at_most:
+        return
+    while time.monotonic() < until and held.exists():
+        time.sleep(HELD_POLL_SECONDS)
 
 
 def _unclaimed(user_id: str, using: str):
