@@ -5,12 +5,14 @@
     .venv/bin/python -m benchmarks.perf --phases writes --json out.json   # one phase, figures also as JSON
     .venv/bin/python -m benchmarks.perf --quick                           # small sizes, a minute or two
 
-Phases (``perf_core``, ``perf_hybrid``, ``perf_http``): ``writes`` (start, save, revise, end),
-``reads`` (context, words-only search), ``scopes`` (the same calls in the shared space and in a
-scope, side by side), ``hybrid`` (search with the query embedded, searches
+Phases (``perf_core``, ``perf_hybrid``, ``perf_http``, ``perf_client``): ``writes`` (start, save,
+revise, end), ``reads`` (context, words-only search), ``scopes`` (the same calls in the shared
+space and in a scope, side by side), ``hybrid`` (search with the query embedded, searches
 during an embedding backlog, embedding throughput), ``http`` (the API through the WSGI handler,
-its reads beside DRF's generic views). Each phase runs on each engine in a process of its own,
-on a new database; with ``DATABASE_URL`` set, both engines run in the same invocation.
+its reads beside DRF's generic views), ``client`` (``MemoryClient``'s save and search against
+the site under uvicorn, beside the same requests over raw urllib). Each phase runs on each
+engine in a process of its own, on a new database; with ``DATABASE_URL`` set, both engines run
+in the same invocation.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-PHASES = ("writes", "reads", "scopes", "hybrid", "http")
+PHASES = ("writes", "reads", "scopes", "hybrid", "http", "client")
 
 
 def parse_args(argv):
@@ -58,6 +60,11 @@ def run_phase(args) -> dict:
         from . import perf_http
 
         results = perf_http.run(iterations=args.iterations)
+    elif args.phase == "client":
+        perf_env.site(embedder=False)
+        from . import perf_client
+
+        results = perf_client.run(iterations=args.iterations)
     elif args.phase == "hybrid":
         from . import perf_hybrid
 

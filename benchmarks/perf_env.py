@@ -67,13 +67,17 @@ def library(**overrides):
     return ILabMemory(**overrides)
 
 
-def site() -> None:
-    """The demo site (``project.settings``, DEBUG off, embedding inline) on a new database, migrated."""
+def site(*, embedder: bool = True) -> None:
+    """The demo site (``project.settings``, DEBUG off, embedding inline) on a new database, migrated;
+    ``embedder=False``: words-only search. The settings come from the environment, so a server
+    started from this process serves the same site."""
     vendor, where = scratch_database()
     os.environ["DATABASE_URL" if vendor == "postgresql" else "ILAB_MEMORY_DEMO_DB"] = where
     os.environ["DJANGO_SETTINGS_MODULE"] = "project.settings"
     os.environ["DJANGO_DEBUG"] = "0"
     os.environ["ILAB_MEMORY_EMBEDDING_RUNNER"] = ""  # no background thread while requests are timed
+    if not embedder:
+        os.environ["ILAB_MEMORY_EMBEDDER"] = ""  # set but empty: words only
     import django
     from django.core.management import call_command
 

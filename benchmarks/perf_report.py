@@ -32,7 +32,7 @@ def table(runs: list[dict], phase: str) -> list[str]:
 
 
 def notes(runs: list[dict]) -> list[str]:
-    """Ours over DRF's generic views, the embedding throughput, the backlog."""
+    """Ours over DRF's generic views, the client over raw urllib, the embedding throughput, the backlog."""
     out = []
     for run in runs:
         engine = ENGINES[run["engine"]]
@@ -43,6 +43,13 @@ def notes(runs: list[dict]) -> list[str]:
                 a, b = by_op[ours]["per_second"], by_op[drf]["per_second"]
                 endpoint = ours.replace(" (ours)", "")
                 out.append(f"- {engine}: {endpoint} {a:.0f}/s against DRF's {b:.0f}/s: {a / b:.2f}×")
+        client = {(r["call"], r["way"]): r for r in run["results"] if r["group"] == "client"}
+        for call in dict.fromkeys(c for c, _ in client):
+            if (call, "MemoryClient") in client and (call, "urllib") in client:
+                a, b = client[call, "MemoryClient"], client[call, "urllib"]
+                out.append(f"- {engine}: {call} through MemoryClient p50 {ms(a['p50'])} ms against "
+                           f"{ms(b['p50'])} ms over raw urllib: {a['p50'] / b['p50']:.2f}× "
+                           f"(p95 {ms(a['p95'])} against {ms(b['p95'])} ms)")
         scoped = {(r["size"], r["op"]): r for r in run["results"] if r["group"] == "scopes"}
         for (size, op), r in scoped.items():
             if op.endswith("(shared)") and (size, op.replace("(shared)", "(scope support)")) in scoped:
