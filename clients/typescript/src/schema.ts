@@ -348,7 +348,7 @@ export interface components {
             user_id?: string;
             /** @description Must equal the user_id being erased. */
             confirm: string;
-            /** @description Erase only this scope's sessions, observations, revisions and index entries: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. '*', null or absent: every row of the user. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description Erase only this scope's sessions, observations, revisions and index entries: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. '*', null or absent: every row of the user. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         /**
@@ -362,7 +362,7 @@ export interface components {
             user_id?: string;
             /** @description An export document, as returned by GET export/. */
             data: unknown;
-            /** @description Put every imported record in this scope: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. Null or absent: each record keeps the scope it names (records of an export without scopes: the shared space). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description Put every imported record in this scope: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. Null or absent: each record keeps the scope it names (records of an export without scopes: the shared space). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         /**
@@ -418,7 +418,7 @@ export interface components {
         ObservationCreateInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             title: string;
             content: string;
@@ -500,7 +500,7 @@ export interface components {
         PatchedObservationUpdateInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             title?: string;
             content?: string;
@@ -529,7 +529,7 @@ export interface components {
         SessionEndInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             /** @description Optional summary; a blank one never wipes a stored one. */
             summary?: string | null;
@@ -567,7 +567,7 @@ export interface components {
         SessionStartInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         SessionSummaryCompact: {
@@ -592,7 +592,7 @@ export interface components {
         SessionSummaryInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             /** @description Narrative summary; stored without closing the session. */
             summary: string;
@@ -623,7 +623,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -683,7 +683,7 @@ export interface operations {
     export_retrieve: {
         parameters: {
             query?: {
-                /** @description What to export. '*' or absent: every scope of the user; a scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)): that scope alone, without the shared space, so the document imports back into it; "": the shared space; the parameter repeated: exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to export. '*' or absent: every scope of the user; a scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)): that scope alone, without the shared space, so the document imports back into it; "": the shared space; the parameter repeated: exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -907,7 +907,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Rows per page; values above 100 are capped at 100. */
                 page_size?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 session?: string;
                 /** @description Normalized like on save. */
@@ -1067,7 +1067,7 @@ export interface operations {
     observations_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1140,7 +1140,7 @@ export interface operations {
             query?: {
                 /** @description true: erase the row, its history and index entry. */
                 hard?: boolean;
-                /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1298,7 +1298,7 @@ export interface operations {
     observations_revisions_list: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1371,7 +1371,7 @@ export interface operations {
             query?: {
                 after?: number;
                 before?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1445,7 +1445,7 @@ export interface operations {
                 limit?: number;
                 /** @description Words and "quoted phrases"; memories holding every term rank first. */
                 q: string;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 type?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
@@ -1512,7 +1512,7 @@ export interface operations {
                 is_auto_generated?: boolean;
                 /** @description Rows per page; values above 100 are capped at 100. */
                 page_size?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /**
                  * @description * `active` - active
@@ -1586,7 +1586,7 @@ export interface operations {
     sessions_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1907,7 +1907,7 @@ export interface operations {
     stats_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
