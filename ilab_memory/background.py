@@ -1,13 +1,10 @@
-"""The thread runner (``EMBEDDING_RUNNER = "ilab_memory.background.runner"``): a thread in the
-process that wrote embeds what its writes queued, for the embedded mode and the demo site, which
-have no worker to run. Thin: the work is ``services.embedding``'s.
-
-One thread per process and database. A write that queued vectors starts it when it commits (or
-wakes it); it claims and embeds batches until nothing can be claimed, waits while rows are
-under another process's lease (it stores them, or its lease lapses and this thread claims them:
-a killed process loses nothing), then stops and closes its connection. The claims keep several
-processes from embedding a row twice. An embedder that fails is logged and stops the thread;
-its rows stay queued for the next write, a search or ``ilab_memory_embed``.
+"""The thread runner (``EMBEDDING_RUNNER = "ilab_memory.background.runner"``) for the embedded
+mode and the demo site, which have no worker: one thread per process and database, started or
+woken when a write that queued vectors commits, claims and embeds batches (``services.embedding``
+does the work) until nothing can be claimed, then stops. Rows under another process's lease are
+polled for until stored or the lease lapses, so a killed process loses nothing; the leases keep
+several processes from embedding a row twice. An embedder that fails stops the thread, logged;
+its rows stay queued.
 """
 
 from __future__ import annotations

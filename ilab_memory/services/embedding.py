@@ -163,16 +163,14 @@ def embed_batch(*, config: Config, using: str, user_id: str | None = None, size:
 
 
 def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
-    """Before a search reads: embed the user's newest waiting memories no one holds, one at a
-    time, up to ``SEARCH_EMBED_BUDGET`` of them within ``SEARCH_EMBED_MILLISECONDS`` (checked
-    between memories); returns how many were stored. Leased rows are never waited for; with an
-    ``EMBEDDING_RUNNER``, more than the budget waiting is the runner's backlog, left to it (the
-    search would only share its cores), and a few rows it holds are awaited briefly. The rest is found by its words meanwhile. An embedder that fails is logged; its rows
-    stay queued."""
-    budget = config.SEARCH_EMBED_BUDGET
+    """Before a search reads: embed up to ``SEARCH_EMBED_BUDGET`` of the user's newest waiting
+    memories no one holds, within ``SEARCH_EMBED_MILLISECONDS``; returns how many were stored.
+    With an ``EMBEDDING_RUNNER``, more waiting than the budget is its backlog, left to it, and the
+    few rows it holds (a save just made) are awaited up to ``HELD_WAIT_SECONDS``, so what was just
+    saved is found by meaning. The rest is found by its words; a failing embedder is logged."""
+    budget, limit = config.SEARCH_EMBED_BUDGET, config.SEARCH_EMBED_MILLISECONDS
     if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: budget + 1].count() > budget:
         return 0
-    limit = config.SEARCH_EMBED_MILLISECONDS
     deadline = None if limit is None else time.monotonic() + limit / 1000
     stored = 0
     try:
@@ -185,34 +183,28 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
             stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
+    # Not in a transaction, whose snapshot would never see the held rows stored.
     if config.EMBEDDING_RUNNER and not transaction.get_connection(using).in_atomic_block:
-        _await_held(user_id, using, until=time.monotonic() + HELD_WAIT_SECONDS, at_most=budget)
+        held = _waiting_for(user_id, using).filter(claimed_until__gte=timezone.now())
+        until = time.monotonic() + HELD_WAIT_SECONDS
+        if held[: budget + 1].count() <= budget:  # more is a backlog's batch: never awaited
+            while time.monotonic() < until and held.exists():
+                time.sleep(HELD_POLL_SECONDS)
     return stored
 
 
 # How often a search looks whether the few rows a runner holds for its user are stored, and how
-# long at most: enough for a save's row and a first load of the model, never a backlog's batches.
-HELD_POLL_SECONDS = 0.01
-HELD_WAIT_SECONDS = 2.0
+# long at most: enough for a save's row and a first load of the model.
+HELD_POLL_SECONDS, HELD_WAIT_SECONDS = 0.01, 2.0
 
 
-def _await_held(user_id: str, using: str, *, until: float, at_most: int) -> None:
-    """A runner holding a few of the user's rows (a save just made: the thread claims it on
-    commit) stores them within moments: wait for them, up to ``HELD_WAIT_SECONDS``, so what was
-    just saved is found by meaning. More than ``at_most`` is a backlog, never waited for. Not inside
-    a transaction, whose snapshot would never see them stored."""
-    held = ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True,
-                                                         claimed_until__gte=timezone.now())
-    if held[: at_most + 1].count() > at_most:
-        return
-    while time.monotonic() < until and held.exists():
-        time.sleep(HELD_POLL_SECONDS)
+def _waiting_for(user_id: str, using: str):
+    return ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
 
 
 def _unclaimed(user_id: str, using: str):
     """The user's rows waiting for a vector that no one holds (or whose lease lapsed)."""
-    return ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True).filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now()))
+    return _waiting_for(user_id, using).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now()))
 
 
 def waiting_exists(*, config: Config, using: str) -> bool:
