@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from django.urls import Resolver404, resolve
 from django.utils.translation import gettext_lazy as _
@@ -401,7 +403,21 @@ class ExportView(MemoryAPIMixin, APIView):
             user_id=self.acting_user_id(), scope=self.acting_scope(default=ALL)
         )
         head = next(chunks)
-        return StreamingHttpResponse(itertools.chain([head], chunks), content_type="application/json")
+        return StreamingHttpResponse(streamed(request, itertools.chain([head], chunks)),
+                                     content_type="application/json")
+
+
+def streamed(request, chunks):
+    """``chunks`` as the server can stream them: under ASGI an async iterator (Django reads a
+    plain one whole before it sends a byte), under WSGI the iterator itself."""
+    return _in_the_sync_thread(chunks) if isinstance(request._request, ASGIRequest) else chunks
+
+
+async def _in_the_sync_thread(chunks):
+    # Each chunk is read in the thread the view ran in: its rows come from that thread's connection.
+    take, end = sync_to_async(next), object()
+    while (chunk := await take(chunks, end)) is not end:
+        yield chunk
 
 
 class ImportView(MemoryAPIMixin, APIView):

@@ -3,13 +3,14 @@ the importer, erasure behind a confirmation, and hostile input: 400 naming the f
 oversized body, never a 500, and nothing written."""
 
 import json
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ilab_memory.models import Observation, ObservationRevision, Session
-from tests.api.conftest import API, read_json, uid
+from tests.api.conftest import API, client_for, read_json, uid
 
 
 def save(client, **body):
@@ -204,3 +205,24 @@ def test_forget_without_the_matching_confirmation_erases_nothing(as_alice, alice
         response = as_alice.post(f"{API}forget/", body, format="json")
         assert response.status_code == 400, (body, response.content)
     assert Observation.objects.filter(user_id=uid(alice)).count() == 1
+
+
+def test_export_over_asgi_streams_chunk_by_chunk(alice):
+    """Under ASGI the body is an async iterator: Django reads a plain iterator whole before it
+    sends a byte, and says so with a warning (an error here)."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+    from rest_framework.authtoken.models import Token
+
+    save(client_for(alice), title="t", content="visible")
+    token = Token.objects.create(user=alice)
+
+    async def export():
+        response = await AsyncClient().get(API + "export/", headers={"Authorization": f"Token {token.key}"})
+        return response, [part async for part in response]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        response, parts = async_to_sync(export)()
+    assert response.status_code == 200 and len(parts) > 1
+    assert json.loads(b"".join(parts))["observations"][0]["content"] == "visible"
