@@ -125,13 +125,9 @@ export class MemoryClient {
     options: SessionListOptions = {},
     call: CallOptions = {},
   ): AsyncGenerator<SessionRecord, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const query = { ...this.query(options), cursor };
-      const page = answer(await this.http.GET("/api/memory/sessions/", { params: { query }, signal: call.signal }));
-      yield* page.results;
-      cursor = nextCursor(page.next);
-    } while (cursor !== undefined);
+    yield* paged((cursor) =>
+      this.http.GET("/api/memory/sessions/", { params: { query: { ...this.query(options), cursor } }, signal: call.signal }),
+    );
   }
 
   // -------------------------------------------------------------------------- observations
@@ -152,13 +148,9 @@ export class MemoryClient {
     options: ObservationListOptions = {},
     call: CallOptions = {},
   ): AsyncGenerator<ObservationCompact, void, undefined> {
-    let cursor: string | undefined;
-    do {
-      const query = { ...this.query(options), cursor };
-      const page = answer(await this.http.GET("/api/memory/observations/", { params: { query }, signal: call.signal }));
-      yield* page.results;
-      cursor = nextCursor(page.next);
-    } while (cursor !== undefined);
+    yield* paged((cursor) =>
+      this.http.GET("/api/memory/observations/", { params: { query: { ...this.query(options), cursor } }, signal: call.signal }),
+    );
   }
 
   /** Change the fields given (`topic_key: null` clears it); the previous version goes to the history. */
@@ -250,6 +242,18 @@ export class MemoryClient {
 function answer<T>(result: { data?: T; error?: unknown; response: Response }): T {
   if (!result.response.ok) throw MemoryApiError.fromResponse(result.response, result.error);
   return result.data as T;
+}
+
+/** Every row of a cursor-paged list, fetching the next page only when the loop asks for it. */
+async function* paged<T>(
+  fetchPage: (cursor: string | undefined) => Promise<{ data?: { results: T[]; next?: string | null }; error?: unknown; response: Response }>,
+): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const page = answer(await fetchPage(cursor));
+    yield* page.results;
+    cursor = nextCursor(page.next);
+  } while (cursor !== undefined);
 }
 
 /** The cursor of a page's `next` link, or undefined on the last page. */
