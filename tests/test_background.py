@@ -115,7 +115,7 @@ def test_a_search_embeds_what_the_thread_does_not_hold_and_never_waits_for_it(tm
     budget of the user's newest rows no one holds and returns with the thread's batch still in
     flight; the held rows are found by their words. Every row is embedded once. (More waiting
     than its budget would be the thread's backlog: tests/test_search_backlog.py.)"""
-    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2, "SEARCH_EMBED_BUDGET": 5}
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2, "SEARCH_EMBED_BUDGET": 6}
     GatedEmbedder.gate.clear()
     mem = ILabMemory(embedder="tests.embedders.GatedEmbedder", embedding_runner=THREAD)
     try:

@@ -169,8 +169,12 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     few rows it holds (a save just made) are awaited up to ``HELD_WAIT_SECONDS``, so what was just
     saved is found by meaning. The rest is found by its words; a failing embedder is logged."""
     budget, limit = config.SEARCH_EMBED_BUDGET, config.SEARCH_EMBED_MILLISECONDS
-    if config.EMBEDDING_RUNNER and _unclaimed(user_id, using)[: budget + 1].count() > budget:
-        return 0
+    # One read of the user's waiting rows (at most budget + 1) decides everything: none, the
+    # common case, costs this query alone.
+    leases = (list(_waiting_for(user_id, using).values_list("claimed_until", flat=True)[: budget + 1])
+              if budget and embedder_for(config) is not None else [])
+    if not leases or (config.EMBEDDING_RUNNER and len(leases) > budget):
+        return 0  # nothing waits, or a backlog: the runner's
     deadline = None if limit is None else time.monotonic() + limit / 1000
     stored = 0
     try:
@@ -183,13 +187,13 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
             stored += done
     except EmbeddingError as error:
         logger.warning("ilab_memory: a search could not embed its user's new memories: %s", error)
-    # Not in a transaction, whose snapshot would never see the held rows stored.
+    # Read again: the runner may have claimed a row since. Not in a transaction, whose snapshot
+    # would never see the held rows stored.
     if config.EMBEDDING_RUNNER and not transaction.get_connection(using).in_atomic_block:
         held = _waiting_for(user_id, using).filter(claimed_until__gte=timezone.now())
         until = time.monotonic() + HELD_WAIT_SECONDS
-        if held[: budget + 1].count() <= budget:  # more is a backlog's batch: never awaited
-            while time.monotonic() < until and held.exists():
-                time.sleep(HELD_POLL_SECONDS)
+        while time.monotonic() < until and held.exists():
+            time.sleep(HELD_POLL_SECONDS)
     return stored
 
 
@@ -200,11 +204,6 @@ HELD_POLL_SECONDS, HELD_WAIT_SECONDS = 0.01, 2.0
 
 def _waiting_for(user_id: str, using: str):
     return ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
-
-
-def _unclaimed(user_id: str, using: str):
-    """The user's rows waiting for a vector that no one holds (or whose lease lapsed)."""
-    return _waiting_for(user_id, using).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now()))
 
 
 def waiting_exists(*, config: Config, using: str) -> bool:
@@ -230,10 +229,8 @@ def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool,
     "IMMEDIATE"``, as embedded mode and the demo set it; system check W001), so a second
     claimer reads the rows only after the first one's lease is on them."""
     now = timezone.now()
-    if user_id is None:
-        rows = _waiting(model_id, using).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-    else:
-        rows = _unclaimed(user_id, using)
+    rows = _waiting(model_id, using) if user_id is None else _waiting_for(user_id, using)
+    rows = rows.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
     if user_id is not None and not rows.exists():
         return []  # a search with nothing to embed takes no write lock
     order = ("-queued_at", "-id") if newest_first else ("queued_at", "id")
