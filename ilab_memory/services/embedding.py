@@ -197,8 +197,7 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     return stored
 
 
-# How often a search looks whether the few rows a runner holds for its user are stored, and how
-# long at most: enough for a save's row and a first load of the model.
+# A search polls the few rows a runner holds this often, this long at most (a first model load).
 HELD_POLL_SECONDS, HELD_WAIT_SECONDS = 0.01, 2.0
 
 
