@@ -3,7 +3,7 @@
 from django.core import checks
 from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, get_config, user_settings, validate_values
+from .conf import DEFAULTS, REMOVED, get_config, user_settings, validate_values
 
 
 @checks.register(checks.Tags.compatibility)
@@ -18,7 +18,7 @@ def check_settings(app_configs=None, **kwargs):
                 id="ilab_memory.E001",
             )
         ]
-    for key in sorted(set(configured) - set(DEFAULTS) - {"EMBEDDING_MODE"}):
+    for key in sorted(set(configured) - set(DEFAULTS) - set(REMOVED)):  # a removed key has its own check
         errors.append(
             checks.Error(
                 f"Unknown ILAB_MEMORY key {key!r}.",
