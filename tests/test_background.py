@@ -52,7 +52,10 @@ def runs(caplog):
         while (thread := background.running()) is not None:
             thread.join(TIMEOUT)
             assert not thread.is_alive(), "the background embedder did not stop"
-        assert not [t for t in threading.enumerate() if t.name.startswith("ilab_memory-embedder")]
+        # A thread leaves the registry before it closes its connection and ends: join it too.
+        for thread in [t for t in threading.enumerate() if t.name.startswith("ilab_memory-embedder")]:
+            thread.join(TIMEOUT)
+            assert not thread.is_alive(), "the background embedder did not stop"
         said = [(r.args[0], r.exc_info[1] if r.exc_info else None)
                 for r in caplog.records if r.name == "ilab_memory.background"]
         caplog.clear()
