@@ -7,12 +7,13 @@ Read at call time (``get_config()``), cached until Django says the setting chang
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
 from .exceptions import ConfigurationError
 from .scopes import SCOPE_COLUMN_CHARS, SCOPE_PATTERN
-from .validation import CONTEXT_LIMIT
+from .validation import CONTEXT_LIMIT, TYPE_PATTERN
 
 DEFAULTS: dict[str, Any] = {
     # Sessions
@@ -36,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
         "manual": 1.0,
     },
     "DEDUPE_WINDOW_MINUTES": 15,
+    # How long each type is kept after its last write, {type: timedelta}; other types stay until
+    # erased. Expired memories vanish from reads at once; the sweep erases them (docs/observations.md).
+    "RETENTION": {},
     # Scopes: the slugs a call may name besides the shared space ""; None = any slug.
     "SCOPES": None,
     # Dotted path (or callable) binding an API or MCP request to one scope, or None (not bound):
@@ -187,11 +191,19 @@ def validate_values(values: dict[str, Any]) -> list[str]:
     ):
         problems.append("TYPE_WEIGHTS must map type slugs to positive numbers")
     types = values.get("OBSERVATION_TYPES")
-    if types is not None:
-        from .validation import TYPE_PATTERN
-
-        if isinstance(types, str) or not all(isinstance(t, str) and TYPE_PATTERN.fullmatch(t) for t in types):
-            problems.append("OBSERVATION_TYPES must be None or a list of slugs matching [a-z0-9_-]{1,40}")
+    if types is not None and (
+        isinstance(types, str) or not all(isinstance(t, str) and TYPE_PATTERN.fullmatch(t) for t in types)
+    ):
+        problems.append("OBSERVATION_TYPES must be None or a list of slugs matching [a-z0-9_-]{1,40}")
+        types = None
+    retention = values.get("RETENTION")
+    if not isinstance(retention, dict) or not all(
+        isinstance(t, str) and TYPE_PATTERN.fullmatch(t) and isinstance(period, timedelta) and period > timedelta(0)
+        for t, period in retention.items()
+    ):
+        problems.append("RETENTION must map type slugs to positive datetime.timedelta values")
+    elif types is not None and any(t not in types for t in retention):
+        problems.append("RETENTION names a type OBSERVATION_TYPES does not allow")
     if not isinstance(values.get("AUTO_SUMMARY_PREFIX"), str):
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):

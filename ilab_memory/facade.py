@@ -179,16 +179,27 @@ class ILabMemory:
 
         return sessions_close_expired(**self._kwargs())
 
+    def mem_erase_expired(self) -> int:
+        """The sweep's other half: erase every expired memory (and its index entry, vector and
+        history), in batches; returns how many."""
+        from .services.expiry import observations_erase_expired
+
+        return observations_erase_expired(**self._kwargs())
+
     # -- observations --------------------------------------------------------------------
 
     def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
-                 topic_key: str | None = None, metadata: dict | None = None, scope: str = ""):
-        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult."""
+                 topic_key: str | None = None, metadata: dict | None = None, scope: str = "",
+                 happened_at=None, expires_at=None, ttl=None):
+        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult.
+        ``happened_at``: when what it says happened (default: now); ``expires_at`` or ``ttl``
+        (a timedelta or seconds): when it expires (default: never, or its type's RETENTION)."""
         from .services.observations import observation_save
 
         return observation_save(
             user_id=user_id, title=title, content=content, type=type, topic_key=topic_key,
-            metadata=metadata, scope=scope, **self._kwargs(),
+            metadata=metadata, scope=scope, happened_at=happened_at, expires_at=expires_at, ttl=ttl,
+            **self._kwargs(),
         )
 
     def mem_get_observation(self, user_id: str, observation_id: str, *, scope=""):
@@ -200,13 +211,15 @@ class ILabMemory:
         return types.observation_record(observation)
 
     def mem_list_observations(self, user_id: str, *, type: str | None = None, topic_key: str | None = None,
-                              limit: int = 50, scope=""):
+                              limit: int = 50, scope="", since=None, until=None):
         """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
-        optionally of one ``type`` or ``topic_key`` (normalized as on save)."""
+        optionally of one ``type`` or ``topic_key`` (normalized as on save), or that happened
+        from ``since`` to before ``until``."""
         from . import selectors
 
         return selectors.observations_list(
-            user_id=user_id, type=type, topic_key=topic_key, limit=limit, scope=scope, **self._kwargs()
+            user_id=user_id, type=type, topic_key=topic_key, limit=limit, scope=scope, since=since, until=until,
+            **self._kwargs()
         )
 
     def mem_revisions(self, user_id: str, observation_id: str, *, scope=""):
@@ -218,11 +231,12 @@ class ILabMemory:
         )
 
     def mem_update(self, user_id: str, observation_id: str, *, scope: str = "", **fields):
-        """Replace title/content/type/topic_key/metadata, keeping the old version in history.
-        The observation must be in ``scope`` (``"*"``: any of the user's)."""
-        from .services.observations import observation_update
+        """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
+        history, or change when it expires (expires_at, None: never; or ttl). The observation
+        must be in ``scope`` (``"*"``: any of the user's)."""
+        from .services.observations import UPDATABLE_FIELDS, observation_update
 
-        unknown = set(fields) - {"title", "content", "type", "topic_key", "metadata"}
+        unknown = set(fields) - set(UPDATABLE_FIELDS)
         if unknown:
             raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
         return observation_update(
@@ -238,22 +252,28 @@ class ILabMemory:
         )
 
     def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
-                   scope=""):
+                   scope="", since=None, until=None, time_zone=None, now=None):
         """Full-text search of the user's live observations in what ``scope`` reads, best first
-        (SearchScore); ``limit`` defaults to the SEARCH_DEFAULT_LIMIT setting."""
+        (SearchScore); ``limit`` defaults to the SEARCH_DEFAULT_LIMIT setting. ``since`` /
+        ``until`` keep to what happened in that period; a date phrase in the query ("last
+        week") favours what happened then, read at ``now`` (default: the current time) in
+        ``time_zone`` (an IANA name; default: Django's current time zone)."""
         from .services.search import observation_search
 
         return observation_search(
-            user_id=user_id, query=query, type=type, limit=limit, scope=scope, **self._kwargs()
+            user_id=user_id, query=query, type=type, limit=limit, scope=scope, since=since, until=until,
+            time_zone=time_zone, now=now, **self._kwargs()
         )
 
-    def mem_context(self, user_id: str, *, limit: int | None = None, scope=""):
+    def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None, until=None):
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
-        CONTEXT_MEMORIES setting, as at session start."""
+        CONTEXT_MEMORIES setting, as at session start; ``since`` / ``until`` keep to what
+        happened in that period."""
         from . import selectors
 
         limit = self._config().CONTEXT_MEMORIES if limit is None else limit
-        return selectors.context_memories(user_id=user_id, limit=limit, scope=scope, **self._kwargs())
+        return selectors.context_memories(user_id=user_id, limit=limit, scope=scope, since=since, until=until,
+                                          **self._kwargs())
 
     def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5, scope=""):
         from . import selectors

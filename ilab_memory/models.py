@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .scopes import SCOPE_COLUMN_CHARS, SHARED
+from .visibility import live_q
 
 
 def first_or_none(queryset):
@@ -54,16 +55,14 @@ class SessionQuerySet(models.QuerySet):
         return self.annotate(observation_count=live_observation_count())
 
 
-@functools.cache
 def live_observation_count() -> models.Subquery:
     """``(SELECT COUNT(id) FROM observation WHERE session_id = <the session> AND live)``.
 
     A plain COUNT (a ``Func``, not the ``Count`` aggregate) needs no GROUP BY and gives 0 for a
-    session without rows. Built once: ``annotate`` resolves a copy, and every session read of a
-    start compiles it.
+    session without rows. Built per read: "live" depends on the time (``visibility``).
     """
     count = models.Func(models.F("pk"), function="COUNT", output_field=models.IntegerField())
-    live = Observation.objects.filter(session_id=models.OuterRef("pk"), deleted_at__isnull=True)
+    live = Observation.objects.live().filter(session_id=models.OuterRef("pk"))
     return models.Subquery(live.order_by().values(n=count))
 
 
@@ -136,20 +135,18 @@ class Session(models.Model):
         return self.status == SessionStatus.ACTIVE
 
 
-# A live observation is one not deleted (soft delete keeps the row until it is purged).
-LIVE = {"deleted_at__isnull": True}
-
-
 class ObservationQuerySet(models.QuerySet):
     def for_user(self, user_id: str):
         return self.filter(user_id=user_id)
 
-    def live(self):
-        return self.filter(**LIVE)
+    def live(self, config=None):
+        """Not deleted and not expired now (``visibility``): what every read and every write by
+        id sees. ``config`` carries the RETENTION setting (None: the site's)."""
+        return self.filter(live_q(config))
 
-    def live_for_user(self, user_id: str):
+    def live_for_user(self, user_id: str, config=None):
         """``for_user(user_id).live()`` as one filter: one queryset clone less on every read."""
-        return self.filter(user_id=user_id, **LIVE)
+        return self.filter(live_q(config), user_id=user_id)
 
     def deleted(self):
         return self.filter(deleted_at__isnull=False)
@@ -179,8 +176,13 @@ class Observation(models.Model):
     redacted_blocks = models.PositiveIntegerField(_("redacted private blocks"), default=0)
     created_at = models.DateTimeField(_("created at"))
     updated_at = models.DateTimeField(_("updated at"))
+    # When what it says happened (the caller's word; else when it was saved). Two clocks: the
+    # others say when it was recorded.
+    happened_at = models.DateTimeField(_("happened at"), default=timezone.now)
     last_seen_at = models.DateTimeField(_("last seen at"))
     deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True)
+    # Invisible from then on, erased by the sweep (``services.expiry``); None: kept until erased.
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
 
     objects = ObservationQuerySet.as_manager()
 
@@ -218,6 +220,11 @@ class Observation(models.Model):
             # A user's soft-deleted observations (stats, the admin's "deleted" filter): only
             # deleted rows are in it, so live writes never touch it.
             models.Index(fields=["user_id"], condition=Q(deleted_at__isnull=False), name="ilab_mem_obs_user_deleted"),
+            # Reads by when it happened (since / until): a user's live rows by happened_at.
+            models.Index(fields=["user_id", "-happened_at", "-id"], condition=Q(deleted_at__isnull=True),
+                         name="ilab_mem_obs_user_happened"),
+            # The expiry sweep: only rows that expire are in it.
+            models.Index(fields=["expires_at"], condition=Q(expires_at__isnull=False), name="ilab_mem_obs_expires"),
         ]
 
     def __str__(self):
@@ -242,6 +249,7 @@ class ObservationRevision(models.Model):
     content = models.TextField(_("content"))
     topic_key = models.TextField(_("topic key"), null=True, blank=True)
     metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    happened_at = models.DateTimeField(_("happened at"), default=timezone.now)
     written_at = models.DateTimeField(_("written at"))
     replaced_at = models.DateTimeField(_("replaced at"))
 

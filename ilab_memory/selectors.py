@@ -47,8 +47,9 @@ from .validation import (
     normalize_topic_key,
     parse_uuid,
 )
+from .visibility import clean_window
 
-COMPACT_FIELDS = ("id", "scope", "type", "title", "topic_key", "session_id", "updated_at")
+COMPACT_FIELDS = ("id", "scope", "type", "title", "topic_key", "session_id", "updated_at", "happened_at")
 SUMMARY_FIELDS = ("id", "scope", "started_at", "ended_at", "summary", "is_auto_generated", "observation_count")
 _POSITION = IntegerField()
 
@@ -77,24 +78,27 @@ def recent_sessions(*, user_id: str, reach: Reach, limit: int, using: str = "def
 
 
 def context_memories(
-    *, user_id: str, limit: int, scope="", config: Config | None = None, using: str = "default",
-    now: datetime | None = None,
+    *, user_id: str, limit: int, scope="", since=None, until=None, config: Config | None = None,
+    using: str = "default", now: datetime | None = None,
 ) -> list[ObservationCompact]:
-    """The user's live observations in what ``scope`` reaches, ranked by ContextScore over the
-    newest candidates (the scope's own first on equal scores)."""
+    """The user's live observations in what ``scope`` reaches (that happened from ``since`` to
+    before ``until``, when given), ranked by ContextScore over the newest candidates (the
+    scope's own first on equal scores)."""
     config = config or get_config()
     user_id, limit = _user(user_id, config), CONTEXT_LIMIT.clean(limit, config)
+    window = clean_window(since, until)
     ranked = sql.ranked_context(
         user_id, clean_read_reach(scope, config=config), now=now or timezone.now(), type_weights=config.TYPE_WEIGHTS,
-        head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES, limit=limit, using=using,
+        head_chars=config.PREVIEW_CHARS + 1, candidates=config.CONTEXT_CANDIDATES, limit=limit, window=window,
+        config=config, using=using,
     )
     return [
         observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=scoring.context_score(row)) for row in ranked
     ]
 
 
-def session_observation_count(session_id, *, using: str = "default") -> int:
-    return Observation.objects.using(using).live().filter(session_id=session_id).count()
+def session_observation_count(session_id, *, config: Config | None = None, using: str = "default") -> int:
+    return Observation.objects.using(using).live(config).filter(session_id=session_id).count()
 
 
 def observation_get(*, user_id: str, observation_id, scope="", config: Config | None = None,
@@ -104,7 +108,7 @@ def observation_get(*, user_id: str, observation_id, scope="", config: Config | 
     user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
     pk = parse_uuid(observation_id, ObservationNotFound)
     try:
-        return Observation.objects.using(using).live_for_user(user_id).filter(seen.q()).get(pk=pk)
+        return Observation.objects.using(using).live_for_user(user_id, config).filter(seen.q()).get(pk=pk)
     except Observation.DoesNotExist:
         raise ObservationNotFound("No such observation.") from None
 
@@ -130,7 +134,7 @@ def observation_timeline(
                              using=using)
     user_id = anchor.user_id
     same_session = with_content_head(
-        Observation.objects.using(using).live_for_user(user_id).filter(session_id=anchor.session_id),
+        Observation.objects.using(using).live_for_user(user_id, config).filter(session_id=anchor.session_id),
         preview_chars=preview_chars,
     )
     earlier = Q(created_at__lt=anchor.created_at) | Q(created_at=anchor.created_at, id__lt=anchor.id)
@@ -182,15 +186,17 @@ def sessions_list(
 
 def observations_list(
     *, user_id: str, type: str | None = None, topic_key: str | None = None, limit: int = 50, scope="",
-    config: Config | None = None, using: str = "default",
+    since=None, until=None, config: Config | None = None, using: str = "default",
 ) -> list[ObservationCompact]:
-    """The user's live observations in what ``scope`` reaches, newest update first; ``topic_key``
-    is normalized as on save, so ``Database choice`` finds ``database-choice``."""
+    """The user's live observations in what ``scope`` reaches (that happened from ``since`` to
+    before ``until``, when given), newest update first; ``topic_key`` is normalized as on save,
+    so ``Database choice`` finds ``database-choice``."""
     config = config or get_config()
     limit = OBSERVATIONS_LIMIT.clean(limit, config)
     seen = clean_read_reach(scope, config=config)
-    observations = (Observation.objects.using(using).live_for_user(_user(user_id, config))
-                    .filter(seen.q()).order_by("-updated_at", "-id"))
+    window = clean_window(since, until)
+    observations = (Observation.objects.using(using).live_for_user(_user(user_id, config), config)
+                    .filter(seen.q(), window.q()).order_by("-updated_at", "-id"))
     if type is not None:
         observations = observations.filter(type=clean_type(type, allowed=None))
     if topic_key is not None:
@@ -213,7 +219,7 @@ def stats(*, user_id: str, scope="", config: Config | None = None, using: str = 
     observations = Observation.objects.using(using).for_user(user_id).filter(seen.q())
     # Two counts, each through its partial index (one aggregate over both would read every row).
     deleted = observations.deleted().count()
-    live_by = list(observations.live().values("scope", "type").annotate(n=Count("id")).order_by("scope", "type"))
+    live_by = list(observations.live(config).values("scope", "type").annotate(n=Count("id")).order_by("scope", "type"))
     by_type: dict[str, int] = {}
     by_scope: dict[str, int] = {}
     for row in live_by:

@@ -8,6 +8,8 @@
 * ``observation_saved``: ``user_id``, ``observation_id``, ``action`` (``"created"``,
   ``"revised"``, ``"duplicate"`` from mem_save; ``"updated"`` from mem_update).
 * ``user_forgotten``: ``user_id``, ``counts`` (dict of rows erased per kind).
+* ``observations_expired``: ``user_id``, ``observation_ids`` (list of str) — the sweep erased
+  these expired memories of the user (one signal per user and batch).
 
 Sent after commit (``transaction.on_commit``): a receiver never sees a write that was rolled
 back, and an error in a receiver cannot undo the write.
@@ -22,6 +24,7 @@ session_started = Signal()
 session_closed = Signal()
 observation_saved = Signal()
 user_forgotten = Signal()
+observations_expired = Signal()
 
 
 def send_on_commit(signal: Signal, sender, *, using: str, **kwargs) -> None:

@@ -21,6 +21,7 @@ from django.db import connections
 from . import scoring
 from .models import OBSERVATION_TABLE, SESSION_TABLE, Observation, Session, SessionStatus
 from .scopes import SHARED, SHARED_SPACE, Reach
+from .visibility import OPEN, Window, live_sql
 
 ACTIVE = SessionStatus.ACTIVE.value
 OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
@@ -81,20 +82,21 @@ def bump_live_session(user_id: str, scope: str = SHARED, *, now: datetime, live_
 # ``deleted_at IS NULL`` again outside the subquery: PostgreSQL re-checks it after waiting for
 # a concurrent soft delete, so a deleted row is never counted. ``coalesce(topic_key, %s)``: a
 # repeat naming a topic the first save lacked keeps it (no live row holds that topic, or the
-# save would have revised it), so the next save of the topic revises this row.
+# save would have revised it), so the next save of the topic revises this row. ``{live}``: the
+# twin must be live (``visibility.live_sql``): an expired memory is never counted again.
 COUNT_DUPLICATE = f"""
     UPDATE {OBSERVATION_TABLE} SET duplicate_count = duplicate_count + 1, redacted_blocks = redacted_blocks + %s,
         session_id = %s, last_seen_at = %s, topic_key = coalesce(topic_key, %s)
     WHERE id = (
-        SELECT id FROM {OBSERVATION_TABLE}
-        WHERE user_id = %s AND scope = %s AND dedupe_hash = %s AND created_at >= %s AND deleted_at IS NULL
-        ORDER BY created_at DESC LIMIT 1
+        SELECT o.id FROM {OBSERVATION_TABLE} o
+        WHERE o.user_id = %s AND o.scope = %s AND o.dedupe_hash = %s AND o.created_at >= %s{{live}}
+        ORDER BY o.created_at DESC LIMIT 1
     ) AND deleted_at IS NULL
     RETURNING {OBSERVATION_COLUMNS}"""
 
 
 def count_duplicate(*, user_id: str, scope: str = SHARED, digest: str, since: datetime, session_id: uuid.UUID,
-                    now: datetime, blocks: int, topic_key: str | None, using: str) -> Observation | None:
+                    now: datetime, blocks: int, topic_key: str | None, config=None, using: str) -> Observation | None:
     """Count a repeat on the newest live twin in the user's ``scope`` created at or after
     ``since``; None if none.
 
@@ -102,12 +104,14 @@ def count_duplicate(*, user_id: str, scope: str = SHARED, digest: str, since: da
     back is one ``UPDATE … RETURNING``. Like ``QuerySet.update()``, it sends no model signal.
     """
     connection = connections[using]
+    live, live_params = live_sql("o", connection, config, now=now)
     params = [
         blocks, _param(Observation, "session", session_id, connection),
         _param(Observation, "last_seen_at", now, connection), topic_key, user_id, scope, digest,
-        _param(Observation, "created_at", since, connection),
+        _param(Observation, "created_at", since, connection), *live_params,
     ]
-    counted = list(Observation.objects.db_manager(using).raw(COUNT_DUPLICATE, params))  # the twin, or none
+    statement = COUNT_DUPLICATE.replace("{live}", live)
+    counted = list(Observation.objects.db_manager(using).raw(statement, params))  # the twin, or none
     return counted[0] if counted else None
 
 
@@ -121,20 +125,21 @@ OWN_ROWS = {"sqlite": "user_id = %s", "postgresql": "user_id = ANY(ARRAY[%s]::te
 
 @cache
 def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit: int, in_scopes: str = "",
-                       own_first: str = "0") -> str:
+                       own_first: str = "0", live: str = " AND deleted_at IS NULL") -> str:
     # Limits are validated integer settings, written into the text (not parameters) so the
     # planner sees them. Rank, cut to the winners, and only then join for their text: a join
     # before the cut fetched every candidate's row on both engines. ``in_scopes`` and
-    # ``own_first`` (the reader's own scope ranked first among equal scores) are ``Reach``'s.
+    # ``own_first`` (the reader's own scope ranked first among equal scores) are ``Reach``'s;
+    # ``live`` is ``visibility.live_sql`` and a ``Window``'s clause over the table itself.
     return f"""
-    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.scope,
+    SELECT o.id, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at, o.scope,
            substr(o.content, 1, %s) AS content_head, w.hours, w.type_weight, w.recency, w.reinforcement, w.score
     FROM (
         SELECT id, updated_at, own, hours, type_weight, {scoring.SCORE_COLUMNS}
         FROM (
             SELECT id, updated_at, {own_first} AS own, {scoring.factor_columns(vendor, weighted_types)}
             FROM {OBSERVATION_TABLE}
-            WHERE {OWN_ROWS[vendor]} AND deleted_at IS NULL{in_scopes}
+            WHERE {OWN_ROWS[vendor]}{live}{in_scopes}
             ORDER BY user_id, updated_at DESC, id DESC
             LIMIT {int(candidates)}
         ) c
@@ -145,9 +150,10 @@ def ranked_context_sql(vendor: str, weighted_types: int, candidates: int, limit:
 
 
 def ranked_context(user_id: str, reach: Reach = SHARED_SPACE, *, now: datetime, type_weights: dict[str, float],
-                   head_chars: int, candidates: int, limit: int, using: str) -> list[Observation]:
+                   head_chars: int, candidates: int, limit: int, window: Window = OPEN, config=None,
+                   using: str) -> list[Observation]:
     """The ``limit`` best by ContextScore of the user's newest ``candidates`` live observations
-    in ``reach``.
+    in ``reach`` that happened in ``window``.
 
     Why raw: the database scores the candidates in a subquery and joins only the winners for
     their text, in an order only the user's own index gives (the ORM would join, or fetch every
@@ -158,10 +164,15 @@ def ranked_context(user_id: str, reach: Reach = SHARED_SPACE, *, now: datetime, 
     connection = connections[using]
     in_scopes, scope_params = reach.sql("scope")
     own_first, own_params = reach.own_first_sql("scope")
-    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, in_scopes, own_first)
+    table = connection.ops.quote_name(OBSERVATION_TABLE)
+    live, live_params = live_sql(table, connection, config, now=now)
+    period, period_params = window.sql(table, connection)
+    sql = ranked_context_sql(connection.vendor, len(type_weights), candidates, limit, in_scopes, own_first,
+                             live + period)
     now_param = _param(Observation, "updated_at", now, connection)
     params = [
         head_chars, *own_params,
-        *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *scope_params,
+        *scoring.factor_params(now_param=now_param, type_weights=type_weights), user_id, *live_params,
+        *period_params, *scope_params,
     ]
     return list(Observation.objects.db_manager(using).raw(sql, params))

@@ -75,6 +75,7 @@ class ObservationCompact:
     topic_key: str | None
     session_id: str
     updated_at: str
+    happened_at: str  # when what it says happened (the save time unless the caller said)
     scope: str
     score: ContextScore | SearchScore | None
 
@@ -95,8 +96,10 @@ class ObservationRecord:
     redacted_blocks: int
     created_at: str
     updated_at: str
+    happened_at: str
     last_seen_at: str
     deleted_at: str | None
+    expires_at: str | None  # None: never by itself (its type's RETENTION may still apply)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class ObservationRevisionRecord:
     content: str
     topic_key: str | None
     metadata: dict[str, Any]
+    happened_at: str
     written_at: str
     replaced_at: str
 
@@ -246,8 +250,10 @@ def observation_record(observation) -> ObservationRecord:
         redacted_blocks=observation.redacted_blocks,
         created_at=iso(observation.created_at),
         updated_at=iso(observation.updated_at),
+        happened_at=iso(observation.happened_at),
         last_seen_at=iso(observation.last_seen_at),
         deleted_at=iso(observation.deleted_at),
+        expires_at=iso(observation.expires_at),
     )
 
 
@@ -262,6 +268,7 @@ def observation_compact(observation, *, preview_chars: int, score=None) -> Obser
         topic_key=observation.topic_key,
         session_id=str(observation.session_id),
         updated_at=iso(observation.updated_at),
+        happened_at=iso(observation.happened_at),
         score=score,
     )
 
@@ -275,6 +282,7 @@ def revision_record(revision) -> ObservationRevisionRecord:
         content=revision.content,
         topic_key=revision.topic_key,
         metadata=revision.metadata,
+        happened_at=iso(revision.happened_at),
         written_at=iso(revision.written_at),
         replaced_at=iso(revision.replaced_at),
     )

@@ -11,7 +11,9 @@ import math
 import re
 import unicodedata
 import uuid
+import zoneinfo
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from .exceptions import ValidationError
@@ -166,3 +168,67 @@ def parse_uuid(value, error: type[LookupError]) -> uuid.UUID:
         return uuid.UUID(str(value))
     except (ValueError, TypeError, AttributeError):
         raise error(f"No such {error.__name__.removesuffix('NotFound').lower()}.") from None
+
+
+# -- moments -------------------------------------------------------------------------------
+
+# A ttl longer than this is a mistake (or an overflow waiting to happen), not a retention.
+MAX_TTL_SECONDS = 100 * 366 * 86400
+
+
+def clean_moment(field: str, value: Any) -> datetime | None:
+    """A point in time: an aware ``datetime``, a ``date`` (its midnight, UTC), or ISO 8601 text
+    of either (``2026-03-01``, ``2026-03-01T09:30:00+01:00``, ``…Z``). None passes as None. A
+    time without a UTC offset is refused: read in some zone, it would be off by hours."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:  # the standard library's ISO 8601 reader (3.11: "Z", offsets, fractions)
+            value = date.fromisoformat(text) if len(text) <= 10 else datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(field, "must be an ISO 8601 date or date-time with a UTC offset "
+                                  "(2026-03-01 or 2026-03-01T09:30:00Z).", code="invalid_datetime") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationError(field, "must carry a UTC offset (…Z or …+01:00).", code="naive_datetime")
+        return value.astimezone(UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(0), tzinfo=UTC)
+    raise ValidationError(field, f"must be a date-time, not {type(value).__name__}.", code="invalid_type")
+
+
+def clean_ttl(value: Any) -> timedelta | None:
+    """A time to live: a ``timedelta`` or a number of seconds, more than zero and at most a
+    century. None passes as None."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        seconds = float(value)
+    else:
+        raise ValidationError("ttl", f"must be a number of seconds, not {type(value).__name__}.", code="invalid_type")
+    if not 0 < seconds <= MAX_TTL_SECONDS:
+        code, limit = ("min_value", 1) if seconds <= 0 else ("max_value", MAX_TTL_SECONDS)
+        raise ValidationError("ttl", f"must be from 1 to {MAX_TTL_SECONDS} seconds.", code=code, limit=limit)
+    return timedelta(seconds=seconds)
+
+
+def clean_time_zone(value: Any) -> tzinfo:
+    """A time zone: an IANA name (``Europe/Madrid``) or a ``tzinfo``; None: Django's current
+    time zone (the site's ``TIME_ZONE`` unless a middleware activated the user's)."""
+    if value is None:
+        from django.utils import timezone
+
+        return timezone.get_current_timezone()
+    if isinstance(value, tzinfo):
+        return value
+    if not isinstance(value, str):
+        raise ValidationError("time_zone", f"must be an IANA time zone name, not {type(value).__name__}.",
+                              code="invalid_type")
+    try:
+        return zoneinfo.ZoneInfo(value.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValidationError("time_zone", "must be an IANA time zone name (Europe/Madrid, UTC).",
+                              code="invalid_time_zone") from None

@@ -2,12 +2,15 @@
 
 The format (``FORMAT``, ``VERSION``)::
 
-    {"format": "ilab_memory.export", "version": 2, "user_id": "...", "exported_at": "...",
+    {"format": "ilab_memory.export", "version": 3, "user_id": "...", "exported_at": "...",
      "sessions": [...], "observations": [...], "revisions": [...]}
 
 Each session and observation names its ``scope`` ("" is the user's shared space); a revision
-is in its observation's. Version 1, written before scopes, has no ``scope`` field and is still
-read: its rows go to the shared space. Ids are kept, timestamps are ISO 8601 UTC, and nothing
+is in its observation's. Version 3 adds time: an observation's ``happened_at`` and
+``expires_at``, a revision's ``happened_at``. Older versions are still read: version 2 rows
+happened when they were created (a revision when it was written) and never expire by
+themselves; version 1, written before scopes, has no ``scope`` field: its rows go to the shared
+space. Ids are kept, timestamps are ISO 8601 UTC, and nothing
 private is in it: private blocks were redacted before they were stored, and ``clean_document``
 redacts again, so a hand-edited document cannot smuggle one in.
 """
@@ -27,8 +30,8 @@ from .observations import clean_fields
 from .privacy import redact, shown_key
 
 FORMAT = "ilab_memory.export"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)  # 1: before scopes, every row in the shared space
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # 1: before scopes, every row in the shared space; 2: before time
 CHUNK = 500  # rows per database round trip; also under SQLite's bound-parameter limit
 
 SESSION_FIELDS = (
@@ -37,11 +40,12 @@ SESSION_FIELDS = (
 )
 OBSERVATION_FIELDS = (
     "id", "scope", "session_id", "type", "title", "content", "topic_key", "metadata", "revision_count",
-    "duplicate_count", "redacted_blocks", "created_at", "updated_at", "last_seen_at", "deleted_at",
+    "duplicate_count", "redacted_blocks", "created_at", "updated_at", "happened_at", "last_seen_at", "deleted_at",
+    "expires_at",
 )
 REVISION_FIELDS = (
     "observation_id", "revision", "session_id", "type", "title", "content", "topic_key", "metadata",
-    "written_at", "replaced_at",
+    "happened_at", "written_at", "replaced_at",
 )
 DOCUMENT_FIELDS = ("format", "version", "user_id", "exported_at", "sessions", "observations", "revisions")
 SCOPED = {False: (), True: ("scope",)}  # the record fields a version adds: version 1 has no scope
@@ -177,7 +181,7 @@ def _clean_observation(field: str, row: Any, *, config: Config, target: str | No
         field, row,
         required=("id", "session_id", "title", "content", "created_at"),
         optional=("type", "topic_key", "metadata", "revision_count", "duplicate_count", "redacted_blocks",
-                  "updated_at", "last_seen_at", "deleted_at", *SCOPED[scoped]),
+                  "updated_at", "last_seen_at", "deleted_at", "happened_at", "expires_at", *SCOPED[scoped]),
     )
     values, blocks = _clean_text_fields(field, row, config=config, allowed_types=config.OBSERVATION_TYPES)
     created_at = _timestamp(f"{field}.created_at", row["created_at"])
@@ -192,8 +196,10 @@ def _clean_observation(field: str, row: Any, *, config: Config, target: str | No
         "redacted_blocks": blocks + _count(f"{field}.redacted_blocks", row.get("redacted_blocks", 0), minimum=0),
         "created_at": created_at,
         "updated_at": updated_at,
+        "happened_at": _timestamp(f"{field}.happened_at", row.get("happened_at", row["created_at"])),
         "last_seen_at": _timestamp(f"{field}.last_seen_at", row.get("last_seen_at", row["created_at"])),
         "deleted_at": _timestamp(f"{field}.deleted_at", row.get("deleted_at"), nullable=True),
+        "expires_at": _timestamp(f"{field}.expires_at", row.get("expires_at"), nullable=True),
     }
 
 
@@ -201,7 +207,7 @@ def _clean_revision(field: str, row: Any, *, config: Config) -> dict:
     _require_object(
         field, row,
         required=("observation_id", "revision", "title", "content", "written_at", "replaced_at"),
-        optional=("session_id", "type", "topic_key", "metadata"),
+        optional=("session_id", "type", "topic_key", "metadata", "happened_at"),
     )
     # History may hold types a later OBSERVATION_TYPES no longer allows: only the slug is checked.
     values, _ = _clean_text_fields(field, row, config=config, allowed_types=None)
@@ -211,6 +217,7 @@ def _clean_revision(field: str, row: Any, *, config: Config) -> dict:
         "observation_id": _uuid(f"{field}.observation_id", row["observation_id"]),
         "revision": _count(f"{field}.revision", row["revision"], minimum=1),
         "session_id_at_write": None if session_id is None else _uuid(f"{field}.session_id", session_id),
+        "happened_at": _timestamp(f"{field}.happened_at", row.get("happened_at", row["written_at"])),
         "written_at": _timestamp(f"{field}.written_at", row["written_at"]),
         "replaced_at": _timestamp(f"{field}.replaced_at", row["replaced_at"]),
     }

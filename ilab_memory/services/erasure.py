@@ -19,7 +19,7 @@ from .transactions import atomic_with_retry
 ADMIN_LOG_BATCH = 500
 
 
-def _forget_admin_log_labels(model, pks) -> None:
+def forget_admin_log_labels(model, pks) -> None:
     """The host's admin log keeps entries of erased rows by id only: ``object_repr`` (a title,
     a summary) becomes the id. Nothing when ``django.contrib.admin`` is not installed."""
     from django.apps import apps
@@ -68,8 +68,8 @@ def user_forget(
         sessions_erased = Session.objects.using(using).for_user(user_id).filter(erased.q())
         observations_erased = Observation.objects.using(using).for_user(user_id).filter(erased.q())
         session_ids = list(sessions_erased.select_for_update().values_list("pk", flat=True))
-        _forget_admin_log_labels(Session, session_ids)
-        _forget_admin_log_labels(Observation, observations_erased.values_list("pk", flat=True).iterator())
+        forget_admin_log_labels(Session, session_ids)
+        forget_admin_log_labels(Observation, observations_erased.values_list("pk", flat=True).iterator())
         of_observation = erased.q("observation__")
         # Children first, so each count is of that kind of row alone, not of a cascade.
         revisions = ObservationRevision.objects.using(using)

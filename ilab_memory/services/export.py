@@ -14,6 +14,7 @@ from ..models import Observation, ObservationRevision, Session
 from ..scopes import ALL, Reach, clean_held_scope, clean_read_reach
 from ..types import iso
 from ..validation import clean_user_id
+from ..visibility import expired_q
 from .document import (
     CHUNK,
     DOCUMENT_FIELDS,
@@ -52,9 +53,14 @@ def _session_rows(user_id: str, reach: Reach, *, using: str) -> Iterator[dict]:
         }
 
 
-def _observation_rows(user_id: str, reach: Reach, *, using: str, history: _History) -> Iterator[dict]:
+# An observation's times, as ISO 8601 text.
+TIMESTAMPS = ("created_at", "updated_at", "happened_at", "last_seen_at", "deleted_at", "expires_at")
+
+
+def _observation_rows(user_id: str, reach: Reach, *, config: Config, using: str, history: _History) -> Iterator[dict]:
+    # Soft-deleted rows are the user's data and go too; expired ones are gone to every read.
     rows = (
-        Observation.objects.using(using).for_user(user_id).filter(reach.q())
+        Observation.objects.using(using).for_user(user_id).filter(reach.q()).exclude(expired_q(config))
         .order_by("created_at", "id")
         .values(*OBSERVATION_FIELDS).iterator(chunk_size=CHUNK)
     )
@@ -65,7 +71,7 @@ def _observation_rows(user_id: str, reach: Reach, *, using: str, history: _Histo
             **row,
             "id": str(row["id"]),
             "session_id": str(row["session_id"]),
-            **{name: iso(row[name]) for name in ("created_at", "updated_at", "last_seen_at", "deleted_at")},
+            **{name: iso(row[name]) for name in TIMESTAMPS},
         }
         if len(chunk) == CHUNK:
             history.add(chunk)
@@ -104,6 +110,7 @@ class _History:
                 **row,
                 "observation_id": str(row["observation_id"]),
                 "session_id": str(session_id) if session_id else None,
+                "happened_at": iso(row["happened_at"]),
                 "written_at": iso(row["written_at"]),
                 "replaced_at": iso(row["replaced_at"]),
             }
@@ -133,7 +140,7 @@ def user_export_sections(
     header = {"format": FORMAT, "version": VERSION, "user_id": user_id, "exported_at": iso(timezone.now())}
     history = _History(user_id, using=using)
     return header, [
-        ("observations", _observation_rows(user_id, reach, using=using, history=history)),
+        ("observations", _observation_rows(user_id, reach, config=config, using=using, history=history)),
         ("sessions", _session_rows(user_id, reach, using=using)),
         ("revisions", history.rows()),
     ]

@@ -21,12 +21,15 @@ from ..validation import (
     check_metadata_shape,
     check_metadata_size,
     check_text,
+    clean_moment,
+    clean_ttl,
     clean_type,
     clean_user_id,
     normalize_content,
     normalize_topic_key,
     parse_uuid,
 )
+from ..visibility import expired_q
 from . import embedding
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
@@ -35,11 +38,13 @@ from .transactions import atomic_with_retry
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
 CREATED, REVISED, DUPLICATE, UPDATED = "created", "revised", "duplicate", "updated"
-# What a replace writes: every field a caller may give.
-REPLACED_FIELDS = ("type", "title", "content", "topic_key", "metadata")
-# What a revise writes besides them.
-REVISED_COLUMNS = (*REPLACED_FIELDS, "dedupe_hash", "revision_count", "redacted_blocks", "session", "updated_at",
-                   "last_seen_at")
+# What an update may name.
+UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
+# What a replace writes and the history keeps: every field of the memory a caller may give.
+REPLACED_FIELDS = ("type", "title", "content", "topic_key", "metadata", "happened_at")
+# What a revise writes besides them (the expiry is the row's lifetime, not part of its history).
+REVISED_COLUMNS = (*REPLACED_FIELDS, "expires_at", "dedupe_hash", "revision_count", "redacted_blocks", "session",
+                   "updated_at", "last_seen_at")
 
 
 @dataclass
@@ -76,7 +81,29 @@ def clean_fields(*, config: Config, **given) -> CleanFields:
         metadata, metadata_blocks = redact_json(metadata)
         blocks += metadata_blocks
         values["metadata"] = check_metadata_size(metadata, limit=config.MAX_METADATA_BYTES)
+    if "happened_at" in given:
+        happened_at = clean_moment("happened_at", given["happened_at"])
+        if happened_at is None:
+            raise ValidationError("happened_at", "must be a date-time, not null.", code="null")
+        values["happened_at"] = happened_at
     return CleanFields(values, blocks)
+
+
+def clean_expiry(expires_at: Any, ttl: Any) -> Any:
+    """When a write says the memory expires: ``expires_at`` (a moment), or ``ttl`` (a time to
+    live from the write), or neither (None: never by itself; RETENTION may still apply). Returns
+    a datetime, a timedelta, or None; the write turns a timedelta into a moment by its clock."""
+    expires_at, ttl = clean_moment("expires_at", expires_at), clean_ttl(ttl)
+    if expires_at is not None and ttl is not None:
+        raise ValidationError("ttl", "give expires_at or ttl, not both.", code="conflict")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError("expires_at", "must be in the future.", code="in_the_past")
+    return expires_at if ttl is None else ttl
+
+
+def _expiry_at(expiry: Any, now) -> Any:
+    """``clean_expiry``'s value as a moment, ``now`` being the write's time."""
+    return now + expiry if isinstance(expiry, timedelta) else expiry
 
 
 def dedupe_hash(*, type: str, title: str, content: str) -> str:
@@ -85,13 +112,22 @@ def dedupe_hash(*, type: str, title: str, content: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _locked_live(queryset, user_id: str, using: str) -> Observation | None:
+def _locked_live(queryset, user_id: str, using: str, config: Config) -> Observation | None:
     """The user's live observation of ``queryset`` (already scoped by the caller), locked until
     the transaction ends."""
-    return first_or_none(queryset.using(using).select_for_update().live_for_user(user_id))
+    return first_or_none(queryset.using(using).select_for_update().live_for_user(user_id, config))
 
 
-def _revise(observation: Observation, *, values: dict, blocks: int, session_id, now, config: Config,
+def _free_topic(user_id: str, scope: str, topic_key: str, *, config: Config, using: str) -> None:
+    """Erase the expired observation that still holds ``topic_key`` in (user, scope), if any:
+    expired, it is gone to every read, and a new memory may take its topic (the one-live-topic
+    rule counts rows the sweep has not erased yet)."""
+    holder = Observation.objects.using(using).filter(
+        expired_q(config), user_id=user_id, scope=scope, topic_key=topic_key, deleted_at__isnull=True)
+    holder.delete()
+
+
+def _revise(observation: Observation, *, values: dict, blocks: int, session_id, now, expires_at, config: Config,
             using: str) -> None:
     """Write ``values`` (every replaceable field) over ``observation``, locked by the caller, its
     current version kept in the history first; it moves to the session that wrote it (Braess
@@ -108,18 +144,19 @@ def _revise(observation: Observation, *, values: dict, blocks: int, session_id, 
     observation.redacted_blocks += blocks
     observation.dedupe_hash = dedupe_hash(type=values["type"], title=values["title"], content=values["content"])
     observation.session_id = session_id
+    observation.expires_at = expires_at
     observation.updated_at = observation.last_seen_at = now
     observation.save(using=using, update_fields=REVISED_COLUMNS)
     embedding.requeue(observation, now=now, config=config, using=using)
 
 
-def _row_scope(user_id: str, pk, scope: str, *, using: str) -> str | None:
+def _row_scope(user_id: str, pk, scope: str, *, config: Config, using: str) -> str | None:
     """The scope of the row a write by id changes, whose session it claims: ``scope`` itself, or
     with ``"*"`` the live observation's own (None: the user has no such live observation)."""
     if scope != ALL:
         return scope
-    found = Observation.objects.using(using).live_for_user(user_id).filter(pk=pk).values_list("scope", flat=True)
-    return first_or_none(found)
+    found = Observation.objects.using(using).live_for_user(user_id, config).filter(pk=pk)
+    return first_or_none(found.values_list("scope", flat=True))
 
 
 def _saved(observation: Observation, action: str, *, using: str) -> None:
@@ -138,20 +175,28 @@ def observation_save(
     topic_key: str | None = None,
     metadata: dict | None = None,
     scope: str = "",
+    happened_at=None,
+    expires_at=None,
+    ttl=None,
     config: Config | None = None,
     using: str = "default",
 ) -> SaveResult:
     """Create, revise (same topic_key) or count a duplicate, in ``scope``'s active session; the
     topic and the twin are looked for in the same (user, scope) only.
 
-    Raises ValidationError (nothing stored) for bad input.
+    ``happened_at``: when what it says happened (default: now). ``expires_at`` or ``ttl`` (a
+    timedelta or seconds): when it expires (default: never, or its type's RETENTION). A repeat
+    counted as a duplicate keeps the twin's times. Raises ValidationError (nothing stored) for
+    bad input.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
     scope = clean_write_scope(scope, config=config)
+    given_time = {} if happened_at is None else {"happened_at": happened_at}
     fields = clean_fields(
-        config=config, type=type, title=title, content=content, topic_key=topic_key, metadata=metadata
+        config=config, type=type, title=title, content=content, topic_key=topic_key, metadata=metadata, **given_time
     )
+    expiry = clean_expiry(expires_at, ttl)
     values = fields.values
     digest = dedupe_hash(type=values["type"], title=values["title"], content=values["content"])
 
@@ -159,25 +204,30 @@ def observation_save(
         now = timezone.now()
         session_id, _ = claim_active_session(user_id, scope, now=now, config=config, using=using)
         blocks = fields.redacted_blocks
+        written = {"happened_at": now, **values}
+        expires = _expiry_at(expiry, now)
         observation = None
         if values["topic_key"] is not None:
             topic = Observation.objects.filter(scope=scope, topic_key=values["topic_key"])
-            observation = _locked_live(topic, user_id, using)
+            observation = _locked_live(topic, user_id, using, config)
+            if observation is None:
+                _free_topic(user_id, scope, values["topic_key"], config=config, using=using)
         if observation is not None:
             action = REVISED
-            _revise(observation, values=values, blocks=blocks, session_id=session_id, now=now, config=config,
-                    using=using)
+            _revise(observation, values=written, blocks=blocks, session_id=session_id, now=now, expires_at=expires,
+                    config=config, using=using)
         else:
             observation = sql.count_duplicate(
                 user_id=user_id, scope=scope, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
-                session_id=session_id, now=now, blocks=blocks, topic_key=values["topic_key"], using=using,
+                session_id=session_id, now=now, blocks=blocks, topic_key=values["topic_key"], config=config,
+                using=using,
             )
             action = DUPLICATE
         if observation is None:
             action = CREATED
             observation = Observation(
                 user_id=user_id, scope=scope, session_id=session_id, dedupe_hash=digest, redacted_blocks=blocks,
-                created_at=now, updated_at=now, last_seen_at=now, **values,
+                created_at=now, updated_at=now, last_seen_at=now, expires_at=expires, **written,
             )
             observation.save(using=using, force_insert=True)
             embedding.queue([observation], now=now, config=config, using=using)
@@ -196,6 +246,9 @@ def observation_update(
     type: str = UNSET,
     topic_key: str | None = UNSET,
     metadata: dict | None = UNSET,
+    happened_at=UNSET,
+    expires_at=UNSET,
+    ttl=UNSET,
     keep_session: bool = False,
     scope: str = "",
     config: Config | None = None,
@@ -205,8 +258,9 @@ def observation_update(
     of its scope, or with ``keep_session`` (an operator's correction, not the user's write)
     leaves it in its session and touches no session.
 
-    ``scope``: the observation must be in it (``"*"``: in any of the user's scopes). Raises
-    ObservationNotFound, or ValidationError when no field is given or a value is bad.
+    ``expires_at`` (None: never) or ``ttl`` (from now) change when it expires; not given, it
+    keeps its expiry. ``scope``: the observation must be in it (``"*"``: in any of the user's
+    scopes). Raises ObservationNotFound, or ValidationError when no field is given or a value is bad.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
@@ -214,15 +268,19 @@ def observation_update(
     given = {
         name: value
         for name, value in (
-            ("title", title), ("content", content), ("type", type), ("topic_key", topic_key), ("metadata", metadata)
+            ("title", title), ("content", content), ("type", type), ("topic_key", topic_key), ("metadata", metadata),
+            ("happened_at", happened_at),
         )
         if value is not UNSET
     }
-    if not given:
+    new_expiry = expires_at is not UNSET or ttl is not UNSET
+    if not given and not new_expiry:
         raise ValidationError(
-            "non_field_errors", "give at least one of title, content, type, topic_key, metadata.", code="no_fields"
+            "non_field_errors", "give at least one of title, content, type, topic_key, metadata, happened_at, "
+            "expires_at, ttl.", code="no_fields"
         )
     fields = clean_fields(config=config, **given)
+    expiry = clean_expiry(None if expires_at is UNSET else expires_at, None if ttl is UNSET else ttl)
     values = fields.values
     pk = parse_uuid(observation_id, ObservationNotFound)
 
@@ -231,26 +289,28 @@ def observation_update(
         # Session first, then the observation: the same lock order as observation_save, so two
         # writers of one user cannot deadlock. An error below rolls the session back too. Its
         # scope is the observation's: with "*" it is read first (a row never changes scope).
-        row_scope = _row_scope(user_id, pk, scope, using=using)
+        row_scope = _row_scope(user_id, pk, scope, config=config, using=using)
         session_id = None
         if not keep_session and row_scope is not None:
             session_id = claim_active_session(user_id, row_scope, now=now, config=config, using=using)[0]
         observation = None if row_scope is None else _locked_live(
-            Observation.objects.filter(Reach.exactly(scope).q(), pk=pk), user_id, using)
+            Observation.objects.filter(Reach.exactly(scope).q(), pk=pk), user_id, using, config)
         if observation is None:
             raise ObservationNotFound("No such observation.")
         session_id = session_id or observation.session_id
         new_topic = values.get("topic_key", observation.topic_key)
         if new_topic is not None and new_topic != observation.topic_key:
-            same_scope = Observation.objects.using(using).live_for_user(user_id).filter(scope=observation.scope)
+            _free_topic(user_id, observation.scope, new_topic, config=config, using=using)
+            same_scope = Observation.objects.using(using).live_for_user(user_id, config).filter(scope=observation.scope)
             if same_scope.filter(topic_key=new_topic).exists():
                 raise ValidationError(
                     "topic_key", "is already used by another live observation of this user in this scope.",
                     code="topic_key_taken",
                 )
         merged = {name: values.get(name, getattr(observation, name)) for name in REPLACED_FIELDS}
+        expires = _expiry_at(expiry, now) if new_expiry else observation.expires_at
         _revise(observation, values=merged, blocks=fields.redacted_blocks, session_id=session_id, now=now,
-                config=config, using=using)
+                expires_at=expires, config=config, using=using)
         _saved(observation, UPDATED, using=using)
         return observation_record(observation)
 
@@ -281,7 +341,7 @@ def observation_delete(
             deleted, _ = mine.delete()
             found = deleted > 0
         else:
-            found = mine.live().update(deleted_at=timezone.now()) > 0
+            found = mine.live(config).update(deleted_at=timezone.now()) > 0
             embedding.drop(user_id=user_id, observation_ids=[pk], using=using)
         if not found:
             raise ObservationNotFound("No such observation.")
@@ -308,9 +368,11 @@ def observation_restore(
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")
+        if observation.topic_key is not None:
+            _free_topic(user_id, observation.scope, observation.topic_key, config=config, using=using)
         if (
             observation.topic_key is not None
-            and Observation.objects.using(using).live_for_user(user_id)
+            and Observation.objects.using(using).live_for_user(user_id, config)
             .filter(scope=observation.scope, topic_key=observation.topic_key).exists()
         ):
             raise ValidationError(

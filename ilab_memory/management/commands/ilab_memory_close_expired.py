@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand
 
+from ilab_memory.services.expiry import observations_erase_expired
 from ilab_memory.services.sessions import sessions_close_expired
 
 from ._progress import Progress
@@ -7,7 +8,8 @@ from ._progress import Progress
 
 class Command(BaseCommand):
     help = (
-        "Auto-close every active session idle for longer than SESSION_TIMEOUT_HOURS (the sweep). "
+        "The sweep: auto-close every active session idle for longer than SESSION_TIMEOUT_HOURS, then "
+        "erase every memory past its expires_at or its type's RETENTION. "
         "Progress on a terminal; with -v 0 (cron) it prints nothing unless it fails."
     )
 
@@ -21,5 +23,8 @@ class Command(BaseCommand):
         if verbosity >= 2:
             for session_id in closed:
                 self.stdout.write(f"closed {session_id}")
+        with Progress(self, "Erasing expired memories", verbosity=verbosity, unit="erased") as progress:
+            erased = observations_erase_expired(using=options["database"], progress=progress.update)
         if verbosity >= 1:
             self.stdout.write(self.style.SUCCESS(f"Closed {len(closed)} expired session(s)."))
+            self.stdout.write(self.style.SUCCESS(f"Erased {erased} expired memory(ies)."))

@@ -27,7 +27,16 @@ from ...models import Observation
 from ...scopes import Reach, clean_read_reach
 from ...selectors import with_content_head
 from ...types import ObservationCompact, observation_compact
-from ...validation import SEARCH_LIMIT, check_length, check_text, clean_type, clean_user_id
+from ...validation import (
+    SEARCH_LIMIT,
+    check_length,
+    check_text,
+    clean_moment,
+    clean_time_zone,
+    clean_type,
+    clean_user_id,
+)
+from ...visibility import Window, clean_window
 from .. import embedding
 from . import fusion, semantic
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
@@ -53,12 +62,19 @@ def observation_search(
     type: str | None = None,
     limit: int | None = None,
     scope="",
+    since=None,
+    until=None,
+    time_zone=None,
+    now=None,
     config: Config | None = None,
     using: str = "default",
 ) -> list[ObservationCompact]:
     """The user's live observations in what ``scope`` reaches (a scope and the shared space,
     ``"*"`` or a list) that match ``query``, best first, each with a SearchScore; the scope's
-    own first on equal scores.
+    own first on equal scores. ``since`` / ``until``: only those that happened from ``since``
+    to before ``until``. A date phrase in the query favours what happened in the period it
+    names (``periods``), read at ``now`` (default: the current time) in ``time_zone`` (an IANA
+    name or a tzinfo; default: Django's current time zone).
 
     Writes only the vectors of its budget of the user's waiting memories (``embedding.
     embed_for_search``), before it reads; the ranking is read-only. Raises ValidationError for
@@ -71,6 +87,9 @@ def observation_search(
     if type is not None:
         type = clean_type(type, allowed=None)
     limit = _clean_limit(limit, config)
+    window = clean_window(since, until)
+    now = clean_moment("now", now) or timezone.now()
+    time_zone = clean_time_zone(time_zone)
     parsed = parse_query(query)
     if not parsed.terms:
         return []  # only punctuation: nothing any memory could match
@@ -81,15 +100,20 @@ def observation_search(
     preview_chars = config.PREVIEW_CHARS
     count = limit + CANDIDATE_EXTRA
     engine, rows = matching_rows(parsed, user_id=user_id, reach=reach, type=type, head=preview_chars + 1, count=count,
-                                 using=using)
+                                 window=window, config=config, using=using)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
-    meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=lexical,
+    also = lexical
+    if not window.is_open:
+        # The nearest memories may all lie outside the period: every one inside it is weighed.
+        also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
+    meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=also,
                                words_found=any(row.coverage > 0 for row in rows), config=config, using=using)
     candidates = dict(lexical)
     missing = [pk for pk in meaning.cosines if pk not in candidates]
     if missing:
-        found = Observation.objects.using(using).live_for_user(user_id).filter(reach.q(), pk__in=missing)
+        found = Observation.objects.using(using).live_for_user(user_id, config).filter(
+            reach.q(), window.q(), pk__in=missing)
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
@@ -100,6 +124,12 @@ def observation_search(
         ))
         for signals, row in scored
     ]
+
+
+def _in_window(user_id: str, reach: Reach, window: Window, *, config: Config, using: str) -> list:
+    """The ids of the user's live observations in reach that happened in ``window``."""
+    rows = Observation.objects.using(using).live_for_user(user_id, config).filter(reach.q(), window.q())
+    return list(rows.values_list("pk", flat=True))
 
 
 def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning: semantic.Meaning,

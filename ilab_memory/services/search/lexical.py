@@ -11,6 +11,7 @@ from django.db import connections
 
 from ...models import Observation
 from ...scopes import SHARED_SPACE, Reach
+from ...visibility import OPEN, Window, live_sql
 from . import postgresql, sqlite
 from .query import ParsedQuery, any_terms
 
@@ -21,13 +22,18 @@ MODE_ALL, MODE_ANY = "all", "any"
 
 
 def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
-                  using: str):
-    """The engine's name and its best ``count`` observations in ``reach``, all-terms matches first, each with
+                  window: Window = OPEN, config=None, using: str):
+    """The engine's name and its best ``count`` live observations in ``reach`` that happened in
+    ``window``, all-terms matches first, each with
     ``content_head``, ``relevance``, ``all_terms`` (whether every term matched) and ``coverage``
     (the idf-weighted share of the terms it holds, 1.0 exactly when ``all_terms``); the fields the
     statement does not read are deferred. Raw: full-text search has no ORM expression here."""
     connection = connections[using]
     in_scopes, scopes = reach.sql("o.scope")
+    # One filter of the rows a read sees, its parameters in the clauses' order.
+    live, live_params = live_sql("o", connection, config)
+    period, period_params = window.sql("o", connection)
+    in_scopes, scopes = live + period + in_scopes, [*live_params, *period_params, *scopes]
     if connection.vendor == "sqlite":
         engine = "sqlite-fts5-bm25"
         statement, params = sqlite.ranked_statement(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes,

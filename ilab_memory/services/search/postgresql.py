@@ -92,8 +92,8 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
 
 def ranked_sql(type_filter: bool, in_scopes: str) -> str:
     """The ranked statement; its parameters: head, all-terms and any-term tsquery, the number of
-    terms, the alternatives' tsqueries (an array, the terms first), user_id, the scopes of
-    ``in_scopes`` (``Reach.sql``), [type], user_id, count."""
+    terms, the alternatives' tsqueries (an array, the terms first), user_id, the parameters of
+    ``in_scopes`` (the rows a read sees, ``lexical.matching_rows``), [type], user_id, count."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
     # live observations, the shape of FTS5's bm25, still in one statement. ``coverage`` is the
@@ -105,11 +105,11 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
             FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
         ),
         candidates AS (
-            SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+            SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
                    substr(o.content, 1, q.head) AS content_head, o.search_vector,
                    o.search_vector @@ q.all_terms AS all_terms
             FROM {OBSERVATION_TABLE} o, q
-            WHERE o.user_id = %s AND o.deleted_at IS NULL{in_scopes} AND o.search_vector @@ q.any_terms
+            WHERE o.user_id = %s{in_scopes} AND o.search_vector @@ q.any_terms
                   {"AND o.type = %s" if type_filter else ""}
         ),
         -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
@@ -118,6 +118,7 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
         total AS MATERIALIZED (
             -- Every scope of the user: a count the user's own index answers alone (a scope
             -- filter would read each row), and a collection size, as FTS5 counts its whole index.
+            -- Expired rows count until the sweep erases them, for the same reason.
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
         ),
         frequency AS MATERIALIZED (
@@ -127,7 +128,7 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
                   GROUP BY a.i, a.alternative, a.is_term, total.n) document_frequency
         ),
         terms AS MATERIALIZED (SELECT sum(idf) AS idf FROM frequency WHERE is_term)
-        SELECT c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head,
+        SELECT c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.happened_at, c.content_head,
                sum(f.idf * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
                ) AS relevance,
                c.all_terms,
@@ -136,7 +137,8 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
                     ELSE coalesce(sum(f.idf) FILTER (WHERE f.is_term), 0) / terms.idf END AS coverage
         FROM candidates c CROSS JOIN frequency f CROSS JOIN terms
         WHERE c.search_vector @@ f.alternative
-        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.content_head, c.all_terms,
+        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.happened_at, c.content_head,
+                 c.all_terms,
                  terms.idf
         ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
         LIMIT %s"""

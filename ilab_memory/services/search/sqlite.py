@@ -132,8 +132,8 @@ def _weight(column: str) -> str:
 
 def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
                      head: int, count: int) -> tuple[str, list]:
-    """The ranked statement and its parameters: the user's best ``count`` live rows in reach
-    (``in_scopes`` and ``scopes``, from ``Reach.sql``) that hold any alternative of the query,
+    """The ranked statement and its parameters: the user's best ``count`` rows a read sees
+    (``in_scopes`` and its parameters ``scopes``: ``lexical.matching_rows``) that hold any alternative of the query,
     with ``content_head``, ``relevance``, ``all_terms`` and ``coverage``.
 
     Raw SQL: Django has no expression for an FTS5 MATCH or the index's vocabulary. The text
@@ -247,11 +247,12 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
                    {", ".join(f"f.f{i}" for i in n)}
             FROM frequencies f CROSS JOIN {SQLITE_TABLE} s ON s.rowid = f.doc
                  CROSS JOIN {OBSERVATION_TABLE} o ON o.id = s.observation_id
-            WHERE o.user_id = %s AND o.deleted_at IS NULL{in_scopes}
+            WHERE o.user_id = %s{in_scopes}
                   {"AND o.type = %s" if type is not None else ""}
         ),
-        -- The collection: every live row of the user, in every scope (as FTS5 counted its whole
-        -- index), a count the user's own index answers alone.
+        -- The collection: every row of the user not deleted, in every scope (as FTS5 counted its
+        -- whole index), a count the user's own index answers alone (expired rows count until the
+        -- sweep erases them: judging expiry would read every row).
         total AS (SELECT count(*) AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL),
         statistics AS MATERIALIZED (
             SELECT max(avg(r.length), 1) AS average_length, {idf} FROM rows r CROSS JOIN total t
@@ -263,7 +264,7 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
             ORDER BY all_terms DESC, relevance DESC, r.updated_at DESC, r.id
             LIMIT %s
         )
-        SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at,
+        SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
                substr(o.content, 1, %s) AS content_head, r.relevance, r.all_terms, r.coverage
         FROM ranked r JOIN {OBSERVATION_TABLE} o ON o.id = r.id
         ORDER BY r.all_terms DESC, r.relevance DESC, o.updated_at DESC, o.id"""

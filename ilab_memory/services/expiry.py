@@ -1,0 +1,73 @@
+"""Erasing expired memories (the sweep's second half): what passed its ``expires_at`` or its
+type's ``RETENTION`` (``visibility``), with everything derived from it.
+
+Reads stop seeing an expired memory at once; this erases it for good: the row, its history, its
+vector and its search index entry (the engines' triggers and columns follow the row), and the
+admin log's labels of it. In batches, each its own short transaction: a sweep killed half-way
+leaves every memory either whole or gone, and the next run goes on from there.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from contextlib import nullcontext
+
+from django.db import connections
+from django.utils import timezone
+
+from ..conf import Config, get_config
+from ..models import Observation
+from ..signals import observations_expired, send_on_commit
+from ..visibility import expired_q
+from .erasure import forget_admin_log_labels
+from .sqlite_scrub import checkpoint_wal, secure_delete
+from .transactions import atomic_with_retry
+
+# Rows erased per transaction: small enough that SQLite's database lock (PostgreSQL locks the
+# rows alone) is held for a fraction of a second, with their history, vectors and index entries.
+BATCH_SIZE = 200
+
+
+def observations_erase_expired(*, config: Config | None = None, using: str = "default",
+                               batch_size: int = BATCH_SIZE, progress=None) -> int:
+    """Erase every observation expired now, in batches; returns how many. Running it twice is a
+    no-op. ``progress``, if given, is called with the number erased so far after each batch.
+    Sends ``observations_expired`` per user and batch once it commits."""
+    config = config or get_config()
+    now = timezone.now()
+    connection = connections[using]
+    sqlite = connection.vendor == "sqlite"
+    erased = 0
+    with secure_delete(connection) if sqlite else nullcontext():
+        while True:
+            count = atomic_with_retry(lambda: _erase_batch(now, batch_size, config=config, using=using), using=using)
+            erased += count
+            if progress is not None and count:
+                progress(erased)
+            if count < batch_size:
+                break
+    if sqlite and erased:
+        checkpoint_wal(using)
+    return erased
+
+
+def _erase_batch(now, batch_size: int, *, config: Config, using: str) -> int:
+    expired = Observation.objects.using(using).filter(expired_q(config, now=now))
+    if connections[using].vendor == "postgresql":
+        # Two sweeps at once take different rows instead of waiting on each other's.
+        expired = expired.select_for_update(skip_locked=True)
+    rows = list(expired.order_by().values_list("pk", "user_id")[:batch_size])
+    if not rows:
+        return 0
+    ids = [pk for pk, _ in rows]
+    forget_admin_log_labels(Observation, ids)
+    # The ORM's delete collects and deletes the revisions and the vector first (CASCADE), with
+    # their model signals; the search index entry goes with the row (trigger or column).
+    Observation.objects.using(using).filter(pk__in=ids).delete()
+    by_user: dict[str, list[str]] = defaultdict(list)
+    for pk, user_id in rows:
+        by_user[user_id].append(str(pk))
+    for user_id, observation_ids in by_user.items():
+        send_on_commit(observations_expired, Observation, using=using, user_id=user_id,
+                       observation_ids=observation_ids)
+    return len(rows)
