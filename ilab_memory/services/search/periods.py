@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 
 LANGUAGES = ("en", "es")
@@ -58,7 +58,7 @@ def fold(word: str) -> str:
 
 @dataclass(frozen=True)
 class Period:
-    """A span of time a query names: [start, end), both aware."""
+    """A span of time a query names: [start, end), in UTC, the user's midnights."""
 
     start: datetime
     end: datetime
@@ -81,8 +81,8 @@ class Vocabulary:
     # A full name in one language and a short form in another ("may", mayo's): an anchor only
     # after "in"/"en" or before a number ("in May", "May 3"), as "the deploy may fail" is not.
     contextual: frozenset[str]
-    prepositions: frozenset[str]  # "in", "en", "after"
-    fillers: frozenset[str]  # connectors dateparser skips ("the", "about"), and prepositions: never an end
+    prepositions: frozenset[str]  # "in", "en", "after": never a phrase's end
+    fillers: frozenset[str]  # words dateparser skips ("the", "about", "de"): never a phrase's start or end
 
     def is_date_word(self, word: str) -> bool:
         return (word in self.anchors or word in self.connectors or word.isdigit() or word in SPANISH_NUMBERS
@@ -126,7 +126,7 @@ def vocabulary() -> Vocabulary:
                     connectors.update(words)  # "last", "el", "pasado", "now"
         for key in ("skip", "pertain", "ago", "in"):
             connectors.update(word for form in info.get(key, []) for word in fold(form).split())
-        fillers.update(word for form in info.get("skip", []) for word in fold(form).split())
+        fillers.update(fold(form) for form in info.get("skip", []) if " " not in form.strip())
         prepositions.update(fold(form) for form in info.get("in", []) if " " not in form)
         # "a week ago", "hace un mes": dateparser reads these as numbers.
         connectors.update(fold(word) for rule in info.get("simplifications", []) for word in rule
@@ -137,7 +137,7 @@ def vocabulary() -> Vocabulary:
         connectors=frozenset(connectors | short_forms | sub_day | AMBIGUOUS),
         contextual=frozenset(full_names & short_forms),
         prepositions=frozenset(prepositions),
-        fillers=frozenset(fillers | prepositions),
+        fillers=frozenset(fillers - prepositions),
     )
 
 
@@ -190,8 +190,10 @@ def _runs(found, words: Vocabulary):
         if item is not None and words.is_date_word(item[1]):
             run.append(item)
             continue
-        while run and run[-1][1] in words.fillers:
+        while run and (run[-1][1] in words.fillers or run[-1][1] in words.prepositions):
             run.pop()  # "last week about the deploy" names "last week"
+        while run and run[0][1] in words.fillers:
+            run.pop(0)  # "notas de hoy" names "hoy"
         if any(words.anchored([word for _, word in run])):
             yield run
         run = []
@@ -208,7 +210,7 @@ def _parse(phrase: str, today: date) -> tuple[date, str] | None:
     text = " ".join(SPANISH_NUMBERS.get(fold(word), word) for word in phrase.split())
     try:
         data = parser_for(today).get_date_data(text)
-    except Exception:  # noqa: BLE001 - dateparser failing on odd text must never fail a search
+    except Exception:  # noqa: BLE001 -- dateparser failing on odd text must never fail a search
         return None
     if data.date_obj is None or data.period not in ("day", "week", "month", "year"):
         return None
@@ -229,4 +231,5 @@ def _bounds(day: date, period: str, time_zone: tzinfo) -> tuple[datetime, dateti
         after = first.replace(year=first.year + 1)
     else:
         first, after = day, day + timedelta(days=1)
-    return datetime.combine(first, time.min, time_zone), datetime.combine(after, time.min, time_zone)
+    # In UTC: subtracting two datetimes of one zone ignores a change of clocks between them.
+    return tuple(datetime.combine(edge, time.min, time_zone).astimezone(UTC) for edge in (first, after))
