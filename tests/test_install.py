@@ -252,5 +252,5 @@ def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
     for name in extras:  # the guide's table lists each one
         assert re.search(rf"^\| `{name}` \|", guide, flags=re.MULTILINE), name
     # The classifiers name the Django release the dependency allows, and nothing newer.
-    assert project["dependencies"] == ["Django>=5.2,<5.3"]
+    assert project["dependencies"] == ["Django>=5.2,<5.3", "dateparser>=1.2,<2"]
     assert [c for c in project["classifiers"] if c.startswith("Framework :: Django ::")] == ["Framework :: Django :: 5.2"]
