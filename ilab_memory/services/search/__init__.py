@@ -26,7 +26,7 @@ from ...conf import Config, get_config
 from ...models import Observation
 from ...scopes import Reach, clean_read_reach
 from ...selectors import with_content_head
-from ...types import ObservationCompact, observation_compact
+from ...types import ObservationCompact, iso, observation_compact
 from ...validation import (
     SEARCH_LIMIT,
     check_length,
@@ -40,6 +40,7 @@ from ...visibility import Window, clean_window
 from .. import embedding
 from . import fusion, semantic
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
+from .periods import Period, read_period
 from .query import STOP_WORDS, parse_query, tokens
 from .sqlite import SQLITE_TABLE
 
@@ -117,10 +118,14 @@ def observation_search(
         if type is not None:
             found = found.filter(type=type)
         candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
-    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, limit=limit)
+    period = read_period(query, now=now, time_zone=time_zone)
+    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
+                   now=now, limit=limit)
+    read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(
             engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
+            period=read,
         ))
         for signals, row in scored
     ]
@@ -133,11 +138,11 @@ def _in_window(user_id: str, reach: Reach, window: Window, *, config: Config, us
 
 
 def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning: semantic.Meaning,
-          limit: int) -> list:
+          period: Period | None, now, limit: int) -> list:
     """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
     each candidate's words (``lexical`` rows' relevance), meaning (``meaning.cosines``) and
-    recency; on equal values the reader's own scope first."""
-    now = timezone.now()
+    recency, and whether it happened in the ``period`` the query names; on equal values the
+    reader's own scope first. Ages are counted at ``now``."""
     cosines, model = meaning.cosines, meaning.calibration
     pool = None
     if meaning.model_id is not None:
@@ -151,7 +156,7 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
             all_terms=bool(match and match.all_terms), coverage=float(match.coverage) if match else 0.0,
             cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
             recency=fusion.recency_factor((now - row.updated_at).total_seconds() / 86400),
-        )
+        ).in_period(period is not None and row.happened_at in period)
         if signals.evidence:
             scored.append((signals, row))
     scored.sort(key=lambda item: (item[0].value, reach.is_own(item[1].scope), item[1].updated_at, str(item[1].id)),

@@ -16,6 +16,10 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             tells an answer apart.
   recency   a gentle tie-breaker (``recency_factor``)
 
+A date phrase in the query ("last week", ``periods``) multiplies the value of a memory that
+happened in the period it names by PERIOD_BOOST (at most 1): a boost, never a filter, so a
+wrong reading reorders and hides nothing.
+
 The value lies in [0, 1] and means the same for every query of one configuration (words only, it
 is ``lexical × recency``): 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
@@ -43,6 +47,9 @@ LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 # should win), never strong enough to bury a much better old match.
 RECENCY_FLOOR = 0.75
 RECENCY_HALF_LIFE_DAYS = 30.0
+
+# What happened in the period a query names, against what did not (``in_period``).
+PERIOD_BOOST = 1.25
 
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
@@ -93,12 +100,22 @@ class Signals(NamedTuple):
     value: float
     evidence: bool
     vector: bool = True  # False: the memory's vector has not arrived, its meaning was not read
+    period: float = 1.0  # PERIOD_BOOST when it happened in the period the query names, else 1
 
-    def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str) -> SearchScore:
+    def in_period(self, inside: bool) -> Signals:
+        """These signals for a memory that happened inside (or outside) the query's period."""
+        if not inside:
+            return self
+        return self._replace(period=PERIOD_BOOST, value=min(1.0, self.value * PERIOD_BOOST))
+
+    def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str,
+              period: dict | None = None) -> SearchScore:
         breakdown = {
             "engine": engine, "mode": mode, "terms": terms, "relevance": self.relevance,
             "all_terms": self.all_terms, "coverage": self.coverage, "lexical": self.lexical, "recency": self.recency, "scope": scope,
         }
+        if period is not None:  # the period the query named, as read, and this memory's factor
+            breakdown.update(period=period, period_boost=self.period)
         if model_id is not None:
             breakdown.update(
                 model=model_id, vector=self.vector, cosine=self.cosine, standing=self.standing,
