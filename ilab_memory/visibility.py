@@ -44,6 +44,15 @@ def expired_q(config=None, *, now: datetime | None = None, prefix: str = "") -> 
     return expired
 
 
+def is_expired(observation, config=None, *, now: datetime | None = None) -> bool:
+    """``expired_q`` for one row in hand."""
+    now = now or timezone.now()
+    if observation.expires_at is not None and observation.expires_at <= now:
+        return True
+    period = _retention(config).get(observation.type)
+    return period is not None and observation.updated_at <= now - period
+
+
 def live_q(config=None, *, now: datetime | None = None, prefix: str = "") -> Q:
     """Rows a read sees at ``now``: not deleted, not expired."""
     now = now or timezone.now()

@@ -173,7 +173,7 @@ def valid_document(mem):
     ("mutate", "field"),
     [
         (lambda d: d.update(format="other"), "format"),
-        (lambda d: d.update(version=3), "version"),
+        (lambda d: d.update(version=4), "version"),
         (lambda d: d.update(version=True), "version"),
         (lambda d: d.update(extra=1), "extra"),
         (lambda d: d.update(sessions={}), "sessions"),

@@ -63,7 +63,7 @@ def nothing_of(user_id):
 def test_export_of_every_scope_names_each_records_scope(mem, clock):
     fill(mem, clock=clock)
     document = mem.mem_export("alice")
-    assert document["version"] == VERSION == 2
+    assert document["version"] == VERSION == 3
     assert scopes_of(document["sessions"]) == scopes_of(document["observations"]) == ["", "coder", "writer"]
     assert len(document["sessions"]) == 6 and len(document["observations"]) == 12
     assert len(document["revisions"]) == 3

@@ -13,7 +13,7 @@ from ilab_memory import ILabMemory
 from ilab_memory.models import Observation, ObservationVector, Session
 
 BEFORE = [("ilab_memory", "0009_pgvector")]
-AFTER = [("ilab_memory", "0010_scopes")]
+SCOPES = [("ilab_memory", "0010_scopes")]
 
 
 def migrate(targets):
@@ -47,11 +47,17 @@ def previous_version_data(transactional_db):
     migrate(executor.loader.graph.leaf_nodes("ilab_memory"))
 
 
+def latest():
+    """Every migration: the live code below reads the current schema."""
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("ilab_memory"))
+
+
 def test_previous_rows_land_in_the_shared_space_and_keep_their_meaning(previous_version_data):
-    migrate(AFTER)
+    migrate(SCOPES)
     assert set(Session.objects.values_list("scope", flat=True)) == {""}
-    assert set(Observation.objects.values_list("scope", flat=True)) == {""}
+    assert set(Observation.objects.values("scope").values_list("scope", flat=True)) == {""}
     assert set(ObservationVector.objects.values_list("scope", flat=True)) == {""}
+    latest()
 
     mem = ILabMemory(embedder=None)
     start = mem.mem_session_start("alice")  # no scope: the session the previous version opened
@@ -62,7 +68,7 @@ def test_previous_rows_land_in_the_shared_space_and_keep_their_meaning(previous_
 
 
 def test_after_the_migration_each_scope_has_its_own_active_session_and_topics(previous_version_data):
-    migrate(AFTER)
+    latest()
     mem = ILabMemory(embedder=None)
     support = mem.mem_session_start("alice", scope="support")
     assert support.is_new and uuid.UUID(support.session_id) != previous_version_data["session"]

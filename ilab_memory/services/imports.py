@@ -14,6 +14,7 @@ from ..models import Observation, ObservationRevision, Session, SessionStatus
 from ..scopes import clean_write_scope
 from ..sql import lock_user
 from ..validation import clean_user_id
+from ..visibility import expired_q
 from . import embedding
 from .document import CHUNK, clean_document
 from .observations import dedupe_hash
@@ -125,7 +126,7 @@ def user_import(
         )
 
         new_observations = [o for o in observations if o["id"] not in observation_owners]
-        conflicts = _hide_topic_conflicts(user_id, new_observations, now=now, using=using)
+        conflicts = _hide_topic_conflicts(user_id, new_observations, now=now, config=config, using=using)
         created = Observation.objects.using(using).bulk_create(
             [
                 Observation(user_id=user_id, dedupe_hash=dedupe_hash(type=o["type"], title=o["title"],
@@ -167,21 +168,21 @@ def _latest_first(rows: list, field: str) -> list:
     return sorted(rows, key=lambda row: (row[field], str(row["id"])), reverse=True)
 
 
-def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, using: str) -> int:
+def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, config: Config, using: str) -> int:
     """Import as soft-deleted a live observation whose topic_key a live one of the same scope
     here already uses, or a later one of the document (several meet in the scope an import names).
 
     The memory the user has now wins, then the one updated last; the others stay restorable
-    once the topic is free.
+    once the topic is free. An expired memory here holding a wanted topic is erased first: it is
+    gone to every read, and the one-live-topic rule would still count it.
     """
     wanted = {o["topic_key"] for o in observations if o["topic_key"] is not None and o["deleted_at"] is None}
     taken = set()
     for chunk in _chunks(sorted(wanted)):
+        mine = Observation.objects.using(using).filter(user_id=user_id, topic_key__in=chunk)
+        mine.filter(expired_q(config, now=now), deleted_at__isnull=True).delete()
         # The topic in any of the user's scopes: a few more rows than needed, one query a chunk.
-        taken.update(
-            Observation.objects.using(using).live_for_user(user_id).filter(topic_key__in=chunk)
-            .values_list("scope", "topic_key")
-        )
+        taken.update(mine.filter(deleted_at__isnull=True).values_list("scope", "topic_key"))
     hidden = 0
     for observation in _latest_first([o for o in observations if o["deleted_at"] is None], "updated_at"):
         topic = (observation["scope"], observation["topic_key"])

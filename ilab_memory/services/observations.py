@@ -29,7 +29,7 @@ from ..validation import (
     normalize_topic_key,
     parse_uuid,
 )
-from ..visibility import expired_q
+from ..visibility import is_expired
 from . import embedding
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
@@ -118,13 +118,18 @@ def _locked_live(queryset, user_id: str, using: str, config: Config) -> Observat
     return first_or_none(queryset.using(using).select_for_update().live_for_user(user_id, config))
 
 
-def _free_topic(user_id: str, scope: str, topic_key: str, *, config: Config, using: str) -> None:
-    """Erase the expired observation that still holds ``topic_key`` in (user, scope), if any:
-    expired, it is gone to every read, and a new memory may take its topic (the one-live-topic
-    rule counts rows the sweep has not erased yet)."""
-    holder = Observation.objects.using(using).filter(
-        expired_q(config), user_id=user_id, scope=scope, topic_key=topic_key, deleted_at__isnull=True)
-    holder.delete()
+def _topic_holder(user_id: str, scope: str, topic_key: str, *, now, config: Config, using: str,
+                  lock: bool = False) -> Observation | None:
+    """The user's live observation holding ``topic_key`` in ``scope`` (locked with ``lock``), or
+    None. One that expired is erased here and None returned: it is gone to every read, and the
+    one-live-topic rule still counts it until the sweep, so a new memory could not take its topic."""
+    holders = Observation.objects.using(using).filter(
+        user_id=user_id, scope=scope, topic_key=topic_key, deleted_at__isnull=True)
+    holder = first_or_none(holders.select_for_update() if lock else holders)
+    if holder is not None and is_expired(holder, config, now=now):
+        holder.delete()
+        return None
+    return holder
 
 
 def _revise(observation: Observation, *, values: dict, blocks: int, session_id, now, expires_at, config: Config,
@@ -208,10 +213,8 @@ def observation_save(
         expires = _expiry_at(expiry, now)
         observation = None
         if values["topic_key"] is not None:
-            topic = Observation.objects.filter(scope=scope, topic_key=values["topic_key"])
-            observation = _locked_live(topic, user_id, using, config)
-            if observation is None:
-                _free_topic(user_id, scope, values["topic_key"], config=config, using=using)
+            observation = _topic_holder(user_id, scope, values["topic_key"], now=now, config=config, using=using,
+                                        lock=True)
         if observation is not None:
             action = REVISED
             _revise(observation, values=written, blocks=blocks, session_id=session_id, now=now, expires_at=expires,
@@ -299,14 +302,12 @@ def observation_update(
             raise ObservationNotFound("No such observation.")
         session_id = session_id or observation.session_id
         new_topic = values.get("topic_key", observation.topic_key)
-        if new_topic is not None and new_topic != observation.topic_key:
-            _free_topic(user_id, observation.scope, new_topic, config=config, using=using)
-            same_scope = Observation.objects.using(using).live_for_user(user_id, config).filter(scope=observation.scope)
-            if same_scope.filter(topic_key=new_topic).exists():
-                raise ValidationError(
-                    "topic_key", "is already used by another live observation of this user in this scope.",
-                    code="topic_key_taken",
-                )
+        if (new_topic is not None and new_topic != observation.topic_key
+                and _topic_holder(user_id, observation.scope, new_topic, now=now, config=config, using=using)):
+            raise ValidationError(
+                "topic_key", "is already used by another live observation of this user in this scope.",
+                code="topic_key_taken",
+            )
         merged = {name: values.get(name, getattr(observation, name)) for name in REPLACED_FIELDS}
         expires = _expiry_at(expiry, now) if new_expiry else observation.expires_at
         _revise(observation, values=merged, blocks=fields.redacted_blocks, session_id=session_id, now=now,
@@ -368,12 +369,8 @@ def observation_restore(
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")
-        if observation.topic_key is not None:
-            _free_topic(user_id, observation.scope, observation.topic_key, config=config, using=using)
-        if (
-            observation.topic_key is not None
-            and Observation.objects.using(using).live_for_user(user_id, config)
-            .filter(scope=observation.scope, topic_key=observation.topic_key).exists()
+        if observation.topic_key is not None and _topic_holder(
+            user_id, observation.scope, observation.topic_key, now=timezone.now(), config=config, using=using
         ):
             raise ValidationError(
                 "topic_key", "is now used by another live observation; delete or rename it first.", code="topic_key_taken"

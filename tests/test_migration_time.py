@@ -1,0 +1,64 @@
+"""Migration 0012 on data of the previous version: every memory happened when it was saved (a
+revision when it was written), and none expires."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from ilab_memory import ILabMemory
+from ilab_memory.models import Observation, ObservationRevision
+from ilab_memory.services.search.index import repair_after_migrate
+
+BEFORE = [("ilab_memory", "0011_embedder_calibration")]
+
+
+def migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+def latest():
+    """Every migration, then what ``migrate`` does after them (``post_migrate``): on SQLite the
+    table 0012 rebuilt lost its search triggers, which the repair puts back with the index."""
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("ilab_memory"))
+    repair_after_migrate()
+
+
+@pytest.fixture
+def previous_version_data(transactional_db):
+    apps = migrate(BEFORE)
+    OldSession = apps.get_model("ilab_memory", "Session")
+    OldObservation = apps.get_model("ilab_memory", "Observation")
+    OldRevision = apps.get_model("ilab_memory", "ObservationRevision")
+    now = timezone.now()
+    created, written = now - timedelta(days=40), now - timedelta(days=40, hours=3)
+    session = OldSession.objects.create(user_id="alice", status="active", started_at=now, last_activity_at=now)
+    old = OldObservation.objects.create(
+        id=uuid.uuid4(), user_id="alice", session_id=session.pk, type="decision", title="Database",
+        content="PostgreSQL.", dedupe_hash="0" * 64, created_at=created, updated_at=now, last_seen_at=now,
+        revision_count=2,
+    )
+    OldRevision.objects.create(observation_id=old.pk, user_id="alice", revision=1, type="decision",
+                               title="Database", content="SQLite.", written_at=written, replaced_at=now)
+    yield {"observation": old.pk, "created": created, "written": written}
+    latest()
+
+
+def test_old_memories_happened_when_they_were_saved_and_never_expire(previous_version_data):
+    latest()
+    row = Observation.objects.get(pk=previous_version_data["observation"])
+    assert row.happened_at == previous_version_data["created"] and row.expires_at is None
+    revision = ObservationRevision.objects.get(observation=row)
+    assert revision.happened_at == previous_version_data["written"]
+
+    mem = ILabMemory(embedder=None)
+    week = {"since": previous_version_data["created"] - timedelta(days=1),
+            "until": previous_version_data["created"] + timedelta(days=1)}
+    assert [m.title for m in mem.mem_list_observations("alice", **week)] == ["Database"]
+    assert [m.title for m in mem.mem_search("alice", "database", **week)] == ["Database"]
