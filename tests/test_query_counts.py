@@ -131,3 +131,31 @@ def test_search_query_count_does_not_grow_with_history(tmem, settings, setting):
     embed_waiting()  # more than a search's budget: the rest is the background embedder's
     mem.mem_search("alice", "retry")
     assert queries_of(lambda: mem.mem_search("alice", "retry")) == small
+
+
+# A period that holds the whole history: the reads below cost what they cost without one.
+EVERYTHING = {"since": "2000-01-01", "until": "2100-01-01"}
+
+
+@pytest.mark.parametrize("size", [5, 250])
+def test_reads_of_a_period_cost_what_reads_without_one_cost(mem, size):
+    grow_history("alice", size)
+    assert queries_of(lambda: mem.mem_context("alice", **EVERYTHING)) == 1
+    assert queries_of(lambda: mem.mem_list_observations("alice", **EVERYTHING)) == 1
+    assert queries_of(lambda: mem.mem_list_observations("alice")) == 1
+
+
+@pytest.mark.parametrize("setting, extra", [
+    (WORDS_ONLY, 0),  # the engine's statement keeps to the period itself
+    (RECORDING, 1),  # and the period's memories, so meaning weighs each of them
+])
+def test_a_search_of_a_period_costs_at_most_one_query_more(tmem, settings, setting, extra):
+    mem = tmem
+    settings.ILAB_MEMORY = setting
+    grow_history("alice", 40)
+    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
+    mem.mem_search("alice", "retry")
+    plain = queries_of(lambda: mem.mem_search("alice", "retry"))
+    assert queries_of(lambda: mem.mem_search("alice", "retry", **EVERYTHING)) == plain + extra
+    # A date phrase is read in Python: no query.
+    assert queries_of(lambda: mem.mem_search("alice", "retry last week")) == plain

@@ -105,8 +105,9 @@ def observation_search(
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
     also = lexical
-    if not window.is_open:
-        # The nearest memories may all lie outside the period: every one inside it is weighed.
+    if not window.is_open and embedding.embedder_for(config) is not None:
+        # The nearest memories may all lie outside the period: every one inside it is weighed
+        # (one query more; words alone need none, their statement keeps to the period).
         also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
     meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=also,
                                words_found=any(row.coverage > 0 for row in rows), config=config, using=using)
