@@ -192,7 +192,11 @@ def clean_moment(field: str, value: Any) -> datetime | None:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValidationError(field, "must carry a UTC offset (…Z or …+01:00).", code="naive_datetime")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is in the year 0 in UTC
+            raise ValidationError(field, "is out of the range of date-times (years 1 to 9999 in UTC).",
+                                  code="out_of_range") from None
     if isinstance(value, date):
         return datetime.combine(value, time(0), tzinfo=UTC)
     raise ValidationError(field, f"must be a date-time, not {type(value).__name__}.", code="invalid_type")
@@ -215,6 +219,10 @@ def clean_ttl(value: Any) -> timedelta | None:
     return timedelta(seconds=seconds)
 
 
+# The longest IANA name is 32 characters ("America/Argentina/ComodRivadavia").
+MAX_TIME_ZONE_CHARS = 64
+
+
 def clean_time_zone(value: Any) -> tzinfo:
     """A time zone: an IANA name (``Europe/Madrid``) or a ``tzinfo``; None: Django's current
     time zone (the site's ``TIME_ZONE`` unless a middleware activated the user's)."""
@@ -227,6 +235,8 @@ def clean_time_zone(value: Any) -> tzinfo:
     if not isinstance(value, str):
         raise ValidationError("time_zone", f"must be an IANA time zone name, not {type(value).__name__}.",
                               code="invalid_type")
+    if len(value) > MAX_TIME_ZONE_CHARS:
+        raise ValidationError.too_long("time_zone", limit=MAX_TIME_ZONE_CHARS, size=len(value))
     try:
         return zoneinfo.ZoneInfo(value.strip())
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
