@@ -326,6 +326,10 @@ class SearchQuerySerializer(PeriodQuerySerializer):
         "The IANA time zone (Europe/Madrid) date phrases in q are read in; absent: the site's current time "
         "zone (TIME_ZONE, UTC by default)."
     ))
+    now = MomentQueryField(_(
+        "The moment date phrases in q are read from (\"yesterday\" is the day before it), e.g. when a "
+        "conversation of the past is replayed; absent: the time of the request."
+    ))
 
 
 class ForgetInputSerializer(ActingUserSerializer):

@@ -351,7 +351,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
             scope=self.acting_scope(), since=query.get("since"), until=query.get("until"),
-            time_zone=query.get("time_zone"),
+            time_zone=query.get("time_zone"), now=query.get("now"),
         )
         return Response(encode(results))
 
