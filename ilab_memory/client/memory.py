@@ -249,7 +249,18 @@ def _moment(field: str, value) -> str:
     """A moment as JSON or a query string carries it: text as given (the server reads it), any
     other value read here by the facade's own check (a naive date-time is refused in its words)
     and sent in ISO 8601."""
-    return value if isinstance(value, str) else clean_moment(field, value).isoformat()
+    return value if _sendable(value) else clean_moment(field, value).isoformat()
+
+
+def _sendable(value) -> bool:
+    """Text a URL or JSON carries as it is (a lone surrogate is not: the facade's check refuses it here)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _period(since, until) -> list[tuple[str, str]]:
@@ -262,18 +273,20 @@ def _times(fields: dict) -> dict[str, Any]:
     for name in ("happened_at", "expires_at"):
         if fields.get(name) is not None:
             times[name] = _moment(name, fields[name])
-    ttl = fields.get("ttl")
-    if isinstance(ttl, timedelta) or (isinstance(ttl, float) and not math.isfinite(ttl)):
-        # JSON has no duration and no infinity: read here, by the facade's check, as seconds.
-        seconds = clean_ttl(ttl).total_seconds()
-        times["ttl"] = int(seconds) if seconds.is_integer() else seconds
+    if "ttl" in fields:
+        ttl = fields["ttl"]
+        if isinstance(ttl, timedelta) or (isinstance(ttl, float) and not math.isfinite(ttl)):
+            # JSON has no duration and no infinity: read here, by the facade's check, as seconds.
+            seconds = clean_ttl(ttl).total_seconds()
+            ttl = int(seconds) if seconds.is_integer() else seconds
+        times["ttl"] = ttl
     return times
 
 
 def _zone_name(value) -> str:
     """A time zone as the query string names it: its IANA name (the facade's error for a value
     that is neither a name nor a tzinfo)."""
-    if isinstance(value, str):
+    if _sendable(value):
         return value
     zone = clean_time_zone(value)
     name = getattr(zone, "key", None) or ("UTC" if zone.utcoffset(None) == timedelta(0) else None)
