@@ -317,8 +317,8 @@ class ContextQuerySerializer(PeriodQuerySerializer):
 class SearchQuerySerializer(PeriodQuerySerializer):
     q = StrictCharField(help_text=_(
         "Words and \"quoted phrases\"; memories holding every term rank first. A date phrase (\"last week\", "
-        "\"ayer\") favours memories that happened in the period it names, read at the request's time in "
-        "time_zone; it never filters."
+        "\"ayer\") favours memories that happened in the period it names, read at now (default: the "
+        "request's time) in time_zone; it never filters."
     ))
     type = StrictCharField(required=False)
     limit = CountField(SEARCH_LIMIT, required=False)
