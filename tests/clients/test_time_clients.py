@@ -226,3 +226,12 @@ def test_an_expired_memory_is_gone_from_every_read_at_once(mem):
         mem.mem_update("alice", pk, title="again")
     assert mem.mem_stats("alice").observations == 1
     assert [o["title"] for o in mem.mem_export("alice")["observations"]] == ["Kept"]
+
+
+def test_the_client_sends_a_time_zone_by_its_name_only(client_for, accounts, live_db):
+    remote = client_for(accounts["agent"])
+    remote.mem_save("alice", "Retro", "the retro went well")
+    assert remote.mem_search("alice", "retro", time_zone=UTC)  # UTC has a name
+    # The facade takes any tzinfo; a fixed offset has no IANA name to travel by.
+    refused(lambda: remote.mem_search("alice", "retro", time_zone=timezone(timedelta(hours=1))), "time_zone",
+            "invalid_time_zone")
