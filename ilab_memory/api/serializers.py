@@ -24,7 +24,7 @@ from .. import encoding
 from ..conf import get_config
 from ..scopes import ALL, MAX_LISTED_SCOPES, SCOPE_PATTERN
 from ..services.privacy import shown_key
-from ..validation import CONTEXT_LIMIT, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
+from ..validation import CONTEXT_LIMIT, MAX_TTL_SECONDS, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
 # ---------------------------------------------------------------------------------------- inputs
 
@@ -185,12 +185,53 @@ class SessionEndInputSerializer(ScopedWriteSerializer):
     )
 
 
+# -- time: described here, checked by the services (``validation.clean_moment``, ``clean_ttl``) ----
+
+MOMENT = _("An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a "
+           "date (2026-03-01: its midnight, UTC); a date-time without an offset is refused.")
+
+
+class MomentField(StrictCharField):
+    """A point in time, as the schema describes it: a description only, like ``ScopeField``. The
+    services read the value (``clean_moment``), so bad input is refused in the same words on
+    every face."""
+
+    def __init__(self, help_text, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(help_text=f"{help_text} {MOMENT}", **kwargs)
+
+
+# An offset's "+" written unescaped in a query string arrives as a space ("…T09:30:00 01:00").
+UNESCAPED_OFFSET = re.compile(r"^(\S+T[\d:.,]+) (\d{2}(:?\d{2})?)$")
+
+
+class MomentQueryField(MomentField):
+    """A point in time in the query string; a "+" the caller did not escape is put back."""
+
+    def to_internal_value(self, data):
+        return UNESCAPED_OFFSET.sub(r"\1+\2", super().to_internal_value(data))
+
+
+class TtlField(serializers.IntegerField):
+    """A time to live in seconds, as the schema describes it; ``clean_ttl`` is the check."""
+
+    def __init__(self, help_text, **kwargs):
+        super().__init__(required=False, min_value=1, max_value=MAX_TTL_SECONDS, help_text=help_text, **kwargs)
+
+
+TTL_INPUT = _("Seconds from now until it expires (1 to a century); not with expires_at.")
+
+
 class ObservationCreateInputSerializer(ScopedWriteSerializer):
     title = StrictCharField()
     content = StrictCharField()
     type = StrictCharField(required=False, default="manual")
     topic_key = StrictCharField(required=False, allow_null=True, default=None)
     metadata = serializers.JSONField(required=False, allow_null=True, default=None)
+    happened_at = MomentField(_("When what it says happened (null or absent: now)."), allow_null=True)
+    expires_at = MomentField(_("When it expires, in the future; from then on no read sees it. Not with ttl. "
+                               "Null or absent: never (or when its type's RETENTION ends it)."), allow_null=True)
+    ttl = TtlField(TTL_INPUT, allow_null=True)
 
 
 class ObservationUpdateInputSerializer(ActingUserSerializer):
@@ -203,6 +244,10 @@ class ObservationUpdateInputSerializer(ActingUserSerializer):
     type = StrictCharField(required=False)
     topic_key = StrictCharField(required=False, allow_null=True)
     metadata = serializers.JSONField(required=False, allow_null=True)
+    happened_at = MomentField(_("When what it says happened; the old value goes to the history."))
+    expires_at = MomentField(_("When it expires, in the future; from then on no read sees it. Not with ttl. "
+                               "Null: never (its type's RETENTION may still end it)."), allow_null=True)
+    ttl = TtlField(TTL_INPUT)
 
 
 def scope_list(use: str) -> serializers.ListField:
@@ -258,14 +303,33 @@ class TimelineQuerySerializer(serializers.Serializer):
     after = CountField(TIMELINE_AFTER, required=False, default=5)
 
 
-class ContextQuerySerializer(serializers.Serializer):
+class PeriodQuerySerializer(serializers.Serializer):
+    """A read's period on happened_at; ``visibility.clean_window`` reads it."""
+
+    since = MomentQueryField(_("Only memories that happened at or after this moment."))
+    until = MomentQueryField(_("Only memories that happened before this moment (later than since)."))
+
+
+class ContextQuerySerializer(PeriodQuerySerializer):
     limit = CountField(CONTEXT_LIMIT, required=False)
 
 
-class SearchQuerySerializer(serializers.Serializer):
-    q = StrictCharField(help_text=_("Words and \"quoted phrases\"; memories holding every term rank first."))
+class SearchQuerySerializer(PeriodQuerySerializer):
+    q = StrictCharField(help_text=_(
+        "Words and \"quoted phrases\"; memories holding every term rank first. A date phrase (\"last week\", "
+        "\"ayer\") favours memories that happened in the period it names, read at now (default: the "
+        "request's time) in time_zone; it never filters."
+    ))
     type = StrictCharField(required=False)
     limit = CountField(SEARCH_LIMIT, required=False)
+    time_zone = StrictCharField(required=False, help_text=_(
+        "The IANA time zone (Europe/Madrid) date phrases in q are read in; absent: the site's current time "
+        "zone (TIME_ZONE, UTC by default)."
+    ))
+    now = MomentQueryField(_(
+        "The moment date phrases in q are read from (\"yesterday\" is the day before it), e.g. when a "
+        "conversation of the past is replayed; absent: the time of the request."
+    ))
 
 
 class ForgetInputSerializer(ActingUserSerializer):
@@ -293,6 +357,13 @@ def query_values(serializer_class, params) -> dict:
 # --------------------------------------------------------------------------------------- outputs
 
 
+HAPPENED_AT = _("When what it says happened (UTC): the time it was saved unless the writer said.")
+EXPIRES_AT = _(
+    "When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). "
+    "From then on no read sees it."
+)
+
+
 class ScoreSerializer(serializers.Serializer):
     kind = serializers.SerializerMethodField()
     value = serializers.FloatField()
@@ -311,6 +382,7 @@ class ObservationCompactSerializer(serializers.Serializer):
     topic_key = serializers.CharField(allow_null=True)
     session_id = serializers.UUIDField()
     updated_at = serializers.DateTimeField()
+    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
     scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
     score = ScoreSerializer(allow_null=True)
 
@@ -330,8 +402,10 @@ class ObservationRecordSerializer(serializers.Serializer):
     redacted_blocks = serializers.IntegerField(min_value=0)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
     last_seen_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True, help_text=EXPIRES_AT)
 
 
 class ObservationRevisionRecordSerializer(serializers.Serializer):
@@ -342,6 +416,7 @@ class ObservationRevisionRecordSerializer(serializers.Serializer):
     content = serializers.CharField()
     topic_key = serializers.CharField(allow_null=True)
     metadata = serializers.DictField(child=serializers.JSONField())
+    happened_at = serializers.DateTimeField(help_text=_("When what this version says happened."))
     written_at = serializers.DateTimeField()
     replaced_at = serializers.DateTimeField()
 

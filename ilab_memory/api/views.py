@@ -36,6 +36,7 @@ from ..services import erasure, export, imports
 from ..services import observations as observation_services
 from ..services import search as search_services
 from ..services import sessions as session_services
+from ..visibility import clean_window
 from . import serializers
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
@@ -227,7 +228,7 @@ class SessionViewSet(MemoryAPIMixin, GenericViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary=_("The caller's live observations, newest update first (cursor pages)"),
-        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
+        parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer, serializers.PeriodQuerySerializer],
         responses={200: serializers.ObservationCompactSerializer(many=True), **error_responses(*READ_ERRORS, 404)},
     ),
     create=extend_schema(
@@ -276,8 +277,11 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         return Observation.objects.live_for_user(self.acting_user_id()).filter(self.reach().q())
 
     def list(self, request):
+        period = self.validated_query(serializers.PeriodQuerySerializer)
+        window = clean_window(period.get("since"), period.get("until"))
         preview_chars = get_config().PREVIEW_CHARS
-        rows = selectors.with_content_head(self.filter_queryset(self.get_queryset()), preview_chars=preview_chars)
+        observations = self.filter_queryset(self.get_queryset()).filter(window.q())
+        rows = selectors.with_content_head(observations, preview_chars=preview_chars)
         page = self.paginate_queryset(rows)
         items = [types.observation_compact(row, preview_chars=preview_chars) for row in page]
         return self.get_paginated_response(encode(items))
@@ -346,7 +350,8 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
         query = self.validated_query(serializers.SearchQuerySerializer)
         results = search_services.observation_search(
             user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
-            scope=self.acting_scope(),
+            scope=self.acting_scope(), since=query.get("since"), until=query.get("until"),
+            time_zone=query.get("time_zone"), now=query.get("now"),
         )
         return Response(encode(results))
 
@@ -367,7 +372,7 @@ class ContextView(MemoryAPIMixin, APIView):
         config = get_config()
         memories = selectors.context_memories(
             user_id=self.acting_user_id(), limit=query.get("limit", config.CONTEXT_MEMORIES),
-            scope=self.acting_scope(), config=config,
+            scope=self.acting_scope(), since=query.get("since"), until=query.get("until"), config=config,
         )
         return Response(encode(memories))
 

@@ -10,17 +10,29 @@ wrong type), and the arguments the facade refuses before its services run. No Dj
 
 from __future__ import annotations
 
+import math
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from .. import types
 from ..exceptions import ObservationNotFound, SessionNotFound, ValidationError
 from ..scopes import ALL, SHARED
-from ..validation import OBSERVATIONS_LIMIT, SESSIONS_LIMIT, check_text, clean_choice, clean_type, parse_uuid
+from ..validation import (
+    OBSERVATIONS_LIMIT,
+    SESSIONS_LIMIT,
+    check_text,
+    clean_choice,
+    clean_moment,
+    clean_time_zone,
+    clean_ttl,
+    clean_type,
+    parse_uuid,
+)
 from .decode import decode
 from .transport import Transport
 
-UPDATABLE = frozenset({"title", "content", "type", "topic_key", "metadata"})
+UPDATABLE = frozenset({"title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl"})
 SESSION_STATUSES = ("active", "completed")
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -75,10 +87,15 @@ class MemoryClient:
     # -- observations --------------------------------------------------------------------
 
     def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
-                 topic_key: str | None = None, metadata: dict | None = None, scope: str = "") -> types.SaveResult:
-        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult."""
+                 topic_key: str | None = None, metadata: dict | None = None, scope: str = "",
+                 happened_at=None, expires_at=None, ttl=None) -> types.SaveResult:
+        """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult.
+        ``happened_at``: when what it says happened (default: now); ``expires_at`` or ``ttl``
+        (a timedelta or seconds): when it expires (default: never, or its type's RETENTION)."""
         body = {**_body(user_id, scope), "title": title, "content": content, "type": type, "topic_key": topic_key,
                 "metadata": metadata}
+        times = {"happened_at": happened_at, "expires_at": expires_at, "ttl": ttl}
+        body.update(_times({name: value for name, value in times.items() if value is not None}))
         return decode(types.SaveResult, self._http.request("POST", "observations/", body=body))
 
     def mem_get_observation(self, user_id: str, observation_id: str, *, scope="") -> types.ObservationRecord:
@@ -86,14 +103,16 @@ class MemoryClient:
         return decode(types.ObservationRecord, self._get(path, user_id, scope))
 
     def mem_list_observations(self, user_id: str, *, type: str | None = None, topic_key: str | None = None,
-                              limit: int = 50, scope="") -> list[types.ObservationCompact]:
+                              limit: int = 50, scope="", since=None, until=None) -> list[types.ObservationCompact]:
         """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
-        optionally of one ``type`` or ``topic_key`` (normalized as on save)."""
+        optionally of one ``type`` or ``topic_key`` (normalized as on save), or that happened
+        from ``since`` to before ``until``."""
         query = [("page_size", str(OBSERVATIONS_LIMIT.clean(limit, None)))]
         if type is not None:
             query.append(("type", clean_type(type, allowed=None)))
         if topic_key is not None:
             query.append(("topic_key", check_text("topic_key", topic_key, allow_blank=True)))
+        query += _period(since, until)
         page = self._get("observations/", user_id, scope, query)
         return decode(list[types.ObservationCompact], page["results"])
 
@@ -104,13 +123,14 @@ class MemoryClient:
         return decode(list[types.ObservationRevisionRecord], self._get(path, user_id, scope))
 
     def mem_update(self, user_id: str, observation_id: str, *, scope: str = "", **fields) -> types.ObservationRecord:
-        """Replace title/content/type/topic_key/metadata, keeping the old version in history.
-        The observation must be in ``scope`` (``"*"``: any of the user's)."""
+        """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
+        history, or change when it expires (expires_at, None: never; or ttl). The observation
+        must be in ``scope`` (``"*"``: any of the user's)."""
         unknown = set(fields) - UPDATABLE
         if unknown:
             raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
-        body = {**fields, **_body(user_id, scope)}
+        body = {**fields, **_times(fields), **_body(user_id, scope)}
         return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))
 
     def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False,
@@ -124,20 +144,31 @@ class MemoryClient:
         return types.DeleteResult(id=pk, hard=hard)
 
     def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
-                   scope="") -> list[types.ObservationCompact]:
+                   scope="", since=None, until=None, time_zone=None, now=None) -> list[types.ObservationCompact]:
         """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
-        ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting."""
+        ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting. ``since`` / ``until`` keep
+        to what happened in that period; a date phrase in the query ("last week") favours what
+        happened then, read at ``now`` (default: the time of the request) in ``time_zone`` (an
+        IANA name or a ``ZoneInfo``; default: the site's current time zone)."""
         params = [("q", check_text("query", query, allow_blank=True))]
         if type is not None:
             params.append(("type", check_text("type", type, allow_blank=True)))
         if limit is not None:
             params.append(("limit", _count("limit", limit)))
+        params += _period(since, until)
+        if time_zone is not None:
+            params.append(("time_zone", _zone_name(time_zone)))
+        if now is not None:
+            params.append(("now", _moment("now", now)))
         return decode(list[types.ObservationCompact], self._get("observations/search/", user_id, scope, params))
 
-    def mem_context(self, user_id: str, *, limit: int | None = None, scope="") -> list[types.ObservationCompact]:
+    def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None,
+                    until=None) -> list[types.ObservationCompact]:
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
-        site's CONTEXT_MEMORIES setting, as at session start."""
+        site's CONTEXT_MEMORIES setting, as at session start; ``since`` / ``until`` keep to what
+        happened in that period."""
         params = [] if limit is None else [("limit", _count("limit", limit))]
+        params += _period(since, until)
         return decode(list[types.ObservationCompact], self._get("context/", user_id, scope, params))
 
     def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5,
@@ -212,6 +243,57 @@ def _count(field: str, value) -> str:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValidationError(field, "must be an integer.", code="invalid_type")
     return str(value)
+
+
+def _moment(field: str, value) -> str:
+    """A moment as JSON or a query string carries it: text as given (the server reads it), any
+    other value read here by the facade's own check (a naive date-time is refused in its words)
+    and sent in ISO 8601."""
+    return value if _sendable(value) else clean_moment(field, value).isoformat()
+
+
+def _sendable(value) -> bool:
+    """Text a URL or JSON carries as it is (a lone surrogate is not: the facade's check refuses it here)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _period(since, until) -> list[tuple[str, str]]:
+    return [(name, _moment(name, value)) for name, value in (("since", since), ("until", until)) if value is not None]
+
+
+def _times(fields: dict) -> dict[str, Any]:
+    """The time fields of a write in their JSON form (None stays null: "never" for expires_at)."""
+    times = {}
+    for name in ("happened_at", "expires_at"):
+        if fields.get(name) is not None:
+            times[name] = _moment(name, fields[name])
+    if "ttl" in fields:
+        ttl = fields["ttl"]
+        if isinstance(ttl, timedelta) or (isinstance(ttl, float) and not math.isfinite(ttl)):
+            # JSON has no duration and no infinity: read here, by the facade's check, as seconds.
+            seconds = clean_ttl(ttl).total_seconds()
+            ttl = int(seconds) if seconds.is_integer() else seconds
+        times["ttl"] = ttl
+    return times
+
+
+def _zone_name(value) -> str:
+    """A time zone as the query string names it: its IANA name (the facade's error for a value
+    that is neither a name nor a tzinfo)."""
+    if _sendable(value):
+        return value
+    zone = clean_time_zone(value)
+    name = getattr(zone, "key", None) or ("UTC" if zone.utcoffset(None) == timedelta(0) else None)
+    if name is None:
+        raise ValidationError("time_zone", "must be an IANA time zone (a ZoneInfo or its name) to travel over HTTP.",
+                              code="invalid_time_zone")
+    return name
 
 
 def _id(value, error: type[LookupError]) -> str:

@@ -18,7 +18,11 @@ is one observation, with its sessions, privacy, scopes and search:
 * **search** with ``query`` is the hybrid search, each item scored with its SearchScore's
   value; without, the newest updated first. ``filter`` selects the ``type``.
 * **delete** is the soft delete (the observation can be restored by an operator).
-* **TTL** is refused: memories are kept until they are deleted.
+* **TTL**: a ``put``'s ``ttl`` (minutes, as LangGraph counts) is the observation's ``ttl`` (in
+  seconds): it expires that long after the put, and from then on no read finds it. A later put
+  of the key sets the TTL again (or none). Reads never extend it: a read writes nothing, so
+  ``refresh_ttl`` is not honoured and a ``TTLConfig`` asking for ``refresh_on_read`` is refused,
+  as is ``sweep_interval_minutes`` (the site's hourly sweep erases what expired).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from langgraph.store.base import (
@@ -41,29 +45,38 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 from ..exceptions import ObservationNotFound, ValidationError
 from ..scopes import ALL, SHARED
-from ..validation import normalize_topic_key
+from ..validation import MAX_TTL_SECONDS, normalize_topic_key
 
 FIELDS = ("title", "content", "type")
 STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
 MAX_LISTED = 100  # the most observations one list read returns (the facade's and the API's bound)
 
 
+MAX_TTL_MINUTES = MAX_TTL_SECONDS // 60
+# What a TTLConfig may say here: reads never refresh a TTL, and the site's sweep erases what expired.
+TTL_CONFIG_ALLOWED = {"default_ttl": None, "refresh_on_read": False, "omit_expired": True,
+                      "sweep_interval_minutes": None}
+
+
 class MemoryStore(BaseStore):
     """``MemoryStore(ILabMemory())`` or ``MemoryStore(MemoryClient(url, token))``; pass it as
-    ``graph.compile(store=...)``."""
+    ``graph.compile(store=...)``. ``ttl=TTLConfig(default_ttl=minutes, refresh_on_read=False)``
+    gives every put without its own ``ttl`` that one."""
 
-    supports_ttl = False
+    supports_ttl = True
 
-    def __init__(self, memory=None):
+    def __init__(self, memory=None, *, ttl: TTLConfig | None = None):
         if memory is None:
             from .. import ILabMemory
 
             memory = ILabMemory()
         self.memory = memory
+        self.ttl_config = clean_ttl_config(ttl)
 
     # -- BaseStore -------------------------------------------------------------------------
 
@@ -105,19 +118,15 @@ class MemoryStore(BaseStore):
         return None if record is None else item_of(record, Item)
 
     def _put(self, op: PutOp) -> None:
-        if op.ttl is not None:
-            raise NotImplementedError(
-                "MemoryStore keeps memories until they are deleted (ilab_memory has no retention "
-                "yet): put without a ttl."
-            )
         user_id, scope = user_and_scope(op.namespace)
         key = op.key
         if not isinstance(key, str) or normalize_topic_key(key) is None:
             raise ValidationError("key", "must be a non-blank string.", code="blank")
         fields, metadata = observation_fields(key, op.value)
+        ttl = ttl_seconds(op.ttl)
         try:
             self.memory.mem_save(user_id, fields["title"], fields["content"], type=fields["type"], topic_key=key,
-                                 metadata=metadata, scope=scope)
+                                 metadata=metadata, scope=scope, ttl=ttl)
         except ValidationError as error:
             if error.field != "topic_key":
                 raise
@@ -186,6 +195,42 @@ class MemoryStore(BaseStore):
         from .. import ILabMemory
 
         return isinstance(self.memory, ILabMemory)
+
+
+def ttl_seconds(minutes) -> timedelta | None:
+    """A put's ``ttl`` (LangGraph counts minutes) as the observation's ``ttl``; None: never.
+    A bad one is refused here, in minutes, rather than in the seconds the facade counts."""
+    if minutes is None:
+        return None
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)):
+        raise ValidationError("ttl", f"must be a number of minutes, not {type(minutes).__name__}.",
+                              code="invalid_type")
+    if not 0 < minutes <= MAX_TTL_MINUTES:  # also false for NaN
+        code, limit = ("max_value", MAX_TTL_MINUTES) if minutes > MAX_TTL_MINUTES else ("min_value", None)
+        raise ValidationError("ttl", f"must be more than 0 and at most {MAX_TTL_MINUTES} minutes (a century).",
+                              code=code, limit=limit)
+    return timedelta(minutes=minutes)
+
+
+def clean_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
+    """``config`` if this store can keep its promises: a ``default_ttl`` (checked as a put's), no
+    refresh on read, no sweep of its own."""
+    if config is None:
+        return None
+    for name, value in config.items():
+        if name not in TTL_CONFIG_ALLOWED:
+            raise ValidationError("ttl", f"{name!r} is not a TTLConfig entry.", code="unknown_field")
+        if name == "default_ttl":
+            ttl_seconds(value)
+        elif value is not None and value != TTL_CONFIG_ALLOWED[name]:
+            reason = {
+                "refresh_on_read": "reads never extend a TTL here (a read writes nothing): set it to False",
+                "omit_expired": "expired items are always omitted: leave it out or set it to True",
+                "sweep_interval_minutes": "the site's hourly sweep (ilab_memory_close_expired) erases what "
+                                          "expired: leave it out",
+            }[name]
+            raise ValidationError("ttl", f"{name}: {reason}.", code="unsupported")
+    return TTLConfig(**config)
 
 
 def user_and_scope(namespace: tuple[str, ...], *, prefix: bool = False) -> tuple[str, str | None]:

@@ -99,7 +99,8 @@ def test_options_on_observations_describes_the_input_and_marks_server_fields_rea
     post = response.json()["actions"]["POST"]
     assert {name for name, info in post.items() if info["required"]} == {"title", "content"}
     writable = {name for name, info in post.items() if not info["read_only"]}
-    assert writable == {"user_id", "scope", "title", "content", "type", "topic_key", "metadata"}
+    assert writable == {"user_id", "scope", "title", "content", "type", "topic_key", "metadata", "happened_at",
+                        "expires_at", "ttl"}
     for name in ("id", "session_id", "revision_count", "created_at", "deleted_at"):
         assert post[name]["read_only"] is True and post[name]["required"] is False
 

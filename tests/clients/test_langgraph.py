@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from datetime import datetime
+import time
+from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp, SearchItem
+from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, PutOp, SearchItem, TTLConfig
 
 from ilab_memory import ILabMemory, types
 from ilab_memory.exceptions import ValidationError
@@ -145,13 +146,73 @@ def test_list_namespaces_names_the_users_scopes_with_memories(store):
         store.list_namespaces()  # no namespace reaches more than one user
 
 
-def test_ttl_is_refused_with_a_clear_error(store):
-    with pytest.raises(NotImplementedError):
-        store.put(("alice",), "tea", {"content": "Green tea."}, ttl=5)
-    with pytest.raises(NotImplementedError) as raised:
-        store.batch([PutOp(("alice",), "tea", {"content": "Green tea."}, ttl=5)])
-    assert "no retention" in str(raised.value)
+def expires_at(facade, user_id: str = "alice") -> datetime | None:
+    (hit,) = facade.mem_list_observations(user_id)
+    record = facade.mem_get_observation(user_id, hit.id)
+    return None if record.expires_at is None else datetime.fromisoformat(record.expires_at)
+
+
+def test_a_puts_ttl_in_minutes_is_the_observations_expiry(store, facade):
+    assert store.supports_ttl
+    before = datetime.now(UTC)
+    store.put(("alice",), "trip", {"content": "In Lisbon this week."}, ttl=90)
+    assert before + timedelta(minutes=90) <= expires_at(facade) <= datetime.now(UTC) + timedelta(minutes=90)
+    store.batch([PutOp(("alice",), "trip", {"content": "In Porto this week."}, ttl=0.5)])
+    assert expires_at(facade) <= datetime.now(UTC) + timedelta(seconds=30)
+    store.put(("alice",), "trip", {"content": "Back home."})  # a put without a ttl: never
+    assert expires_at(facade) is None
+
+
+def test_an_item_past_its_ttl_is_gone_from_every_read(store):
+    store.put(("alice",), "note", {"content": "Remind me at the airport."}, ttl=1 / 60)  # one second
+    store.put(("alice",), "kept", {"content": "Remind me of nothing."})
+    assert store.get(("alice",), "note") is not None
+    time.sleep(1.1)  # a real second: the facade and the server read the real clock
+    assert store.get(("alice",), "note") is None
+    assert [item.key for item in store.search(("alice",))] == ["kept"]
+    assert [item.key for item in store.search(("alice",), query="remind")] == ["kept"]
+    store.put(("alice",), "note", {"content": "A new note under the old key."})
+    assert store.get(("alice",), "note").value == {"content": "A new note under the old key."}
+
+
+def test_a_read_never_extends_the_ttl(store, facade):
+    store.put(("alice",), "trip", {"content": "In Lisbon."}, ttl=60)
+    expiry = expires_at(facade)
+    assert store.get(("alice",), "trip", refresh_ttl=True) is not None
+    assert store.search(("alice",), query="lisbon", refresh_ttl=True)
+    assert expires_at(facade) == expiry
+
+
+@pytest.mark.parametrize(
+    ("ttl", "code"), [(0, "min_value"), (-5, "min_value"), (float("nan"), "min_value"), (10**12, "max_value"),
+                      ("5", "invalid_type"), (True, "invalid_type")],
+)
+def test_a_bad_ttl_is_refused_in_minutes(store, ttl, code):
+    with pytest.raises(ValidationError) as raised:
+        store.put(("alice",), "tea", {"content": "Green tea."}, ttl=ttl)
+    assert (raised.value.field, raised.value.code) == ("ttl", code)
+    assert "minutes" in raised.value.message
     assert store.search(("alice",)) == []
+
+
+def test_a_ttl_config_gives_puts_its_default_ttl(mem, facade):
+    store = MemoryStore(mem, ttl=TTLConfig(default_ttl=30, refresh_on_read=False))
+    before = datetime.now(UTC)
+    store.put(("alice",), "trip", {"content": "In Lisbon."})
+    assert before + timedelta(minutes=30) <= expires_at(facade) <= datetime.now(UTC) + timedelta(minutes=30)
+    store.put(("alice",), "trip", {"content": "In Lisbon."}, ttl=None)  # explicitly none: never
+    assert expires_at(facade) is None
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"refresh_on_read": True}, {"sweep_interval_minutes": 10}, {"omit_expired": False}, {"default_ttl": 0},
+     {"default_ttl": 60, "strategy": "delete"}],
+)
+def test_a_ttl_config_this_store_cannot_honour_is_refused(mem, config):
+    with pytest.raises(ValidationError) as raised:
+        MemoryStore(mem, ttl=config)
+    assert raised.value.field == "ttl"
 
 
 def test_private_blocks_are_redacted_before_anything_is_stored(store):

@@ -26,13 +26,23 @@ export type Counts = Record<string, number>;
  */
 export type ReadScope = string | readonly string[];
 
+/**
+ * A point in time: ISO 8601 text with a UTC offset (`"2026-03-01T09:30:00+01:00"`, `"…Z"`) or a
+ * date (`"2026-03-01"`, its midnight UTC), or a `Date` (sent as its UTC ISO string). A date-time
+ * without an offset is refused (400 `naive_datetime`).
+ */
+export type Moment = string | Date;
+
+/** ``T`` with its moment fields ``K`` taking a {@link Moment}. */
+type WithMoments<T, K extends keyof T> = Omit<T, K> & { [P in K]?: Moment | Extract<T[P], null> };
+
 /** A read's query parameters, with the scope as a string or a list. */
 type ReadOptions<Op extends keyof operations> = Omit<Query<Op>, "scope"> & { scope?: ReadScope };
 
 export type SessionListOptions = Omit<ReadOptions<"sessions_list">, "cursor">;
-export type ObservationListOptions = Omit<ReadOptions<"observations_list">, "cursor">;
-export type SearchOptions = Omit<ReadOptions<"observations_search_list">, "q">;
-export type ContextOptions = ReadOptions<"context_list">;
+export type ObservationListOptions = WithMoments<Omit<ReadOptions<"observations_list">, "cursor">, "since" | "until">;
+export type SearchOptions = WithMoments<Omit<ReadOptions<"observations_search_list">, "q">, "since" | "until" | "now">;
+export type ContextOptions = WithMoments<ReadOptions<"context_list">, "since" | "until">;
 export type TimelineOptions = ReadOptions<"observations_timeline_retrieve">;
 export type ReadByIdOptions = ReadOptions<"observations_retrieve">;
 export type DeleteOptions = Query<"observations_destroy">;
@@ -42,8 +52,8 @@ export type ExportOptions = ReadOptions<"export_retrieve">;
 export type StartInput = Body<"sessions_start_create">;
 export type SummaryOptions = Omit<Body<"sessions_summary_create">, "summary">;
 export type EndInput = Body<"sessions_end_create">;
-export type SaveInput = Body<"observations_create">;
-export type UpdateInput = Body<"observations_partial_update">;
+export type SaveInput = WithMoments<Body<"observations_create">, "happened_at" | "expires_at">;
+export type UpdateInput = WithMoments<Body<"observations_partial_update">, "happened_at" | "expires_at">;
 export type ImportOptions = Omit<Body<"import_create">, "data">;
 export type ForgetInput = Body<"forget_create">;
 
@@ -132,7 +142,11 @@ export class MemoryClient {
 
   // -------------------------------------------------------------------------- observations
 
-  /** Save a memory: created, revised (same `topic_key`) or counted as a duplicate (`action` says which). */
+  /**
+   * Save a memory: created, revised (same `topic_key`) or counted as a duplicate (`action` says which).
+   * `happened_at`: when what it says happened (default: now); `expires_at` or `ttl` (seconds): when
+   * it expires, after which no read sees it.
+   */
   async save(input: SaveInput, call: CallOptions = {}): Promise<SaveResult> {
     return answer(await this.http.POST("/api/memory/observations/", { body: this.body(input), signal: call.signal }));
   }
@@ -143,7 +157,10 @@ export class MemoryClient {
     return answer(await this.http.GET("/api/memory/observations/{id}/", { params, signal: call.signal }));
   }
 
-  /** The user's live observations, newest update first, as compact rows, page by page. */
+  /**
+   * The user's live observations, newest update first, as compact rows, page by page; `since` /
+   * `until`: only those that happened in that period (`since` included, `until` not).
+   */
   async *observations(
     options: ObservationListOptions = {},
     call: CallOptions = {},
@@ -153,7 +170,10 @@ export class MemoryClient {
     );
   }
 
-  /** Change the fields given (`topic_key: null` clears it); the previous version goes to the history. */
+  /**
+   * Change the fields given (`topic_key: null` clears it; `expires_at: null`: never expires); the
+   * previous version goes to the history.
+   */
   async update(id: string, input: UpdateInput, call: CallOptions = {}): Promise<ObservationRecord> {
     const init = { params: { path: { id } }, body: this.body(input), signal: call.signal };
     return answer(await this.http.PATCH("/api/memory/observations/{id}/", init));
@@ -166,13 +186,17 @@ export class MemoryClient {
     answer(await this.http.DELETE("/api/memory/observations/{id}/", init));
   }
 
-  /** Hybrid search over the user's live observations, best first. */
+  /**
+   * Hybrid search over the user's live observations, best first. `since` / `until` keep to a
+   * period; a date phrase in `q` ("last week") favours what happened then, read at `now` (default:
+   * the time of the request) in `time_zone` (an IANA name; default: the site's).
+   */
   async search(q: string, options: SearchOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
     const query = { ...this.query(options), q };
     return answer(await this.http.GET("/api/memory/observations/search/", { params: { query }, signal: call.signal }));
   }
 
-  /** The memories a session start would return, ranked by ContextScore; touches no session. */
+  /** The memories a session start would return, ranked by ContextScore (`since` / `until`: of a period); touches no session. */
   async context(options: ContextOptions = {}, call: CallOptions = {}): Promise<ObservationCompact[]> {
     const params = { query: this.query(options) };
     return answer(await this.http.GET("/api/memory/context/", { params, signal: call.signal }));
@@ -220,22 +244,38 @@ export class MemoryClient {
 
   // ------------------------------------------------------------------------------- helpers
 
-  private body<T extends { user_id?: string }>(input: T): T {
+  private body<T extends { user_id?: string }>(input: T): Sent<T> {
     const userId = input.user_id ?? this.userId;
-    return userId === undefined ? input : { ...input, user_id: userId };
+    return sent(userId === undefined ? input : { ...input, user_id: userId });
   }
 
   private query<T extends { scope?: ReadScope; user_id?: string }>(
     options: T,
-  ): Omit<T, "scope"> & { scope?: string[] } {
+  ): Sent<Omit<T, "scope">> & { scope?: string[] } {
     const { scope, ...rest } = options;
     const userId = options.user_id ?? this.userId;
     return {
-      ...rest,
+      ...sent(rest),
       ...(userId === undefined ? {} : { user_id: userId }),
       ...(scope === undefined ? {} : { scope: typeof scope === "string" ? [scope] : [...scope] }),
     };
   }
+}
+
+/** ``T`` as sent: a `Date` becomes its ISO string. */
+type Sent<T> = { [K in keyof T]: T[K] extends infer V ? (V extends Date ? string : V) : never };
+
+/**
+ * ``values`` with every `Date` as its UTC ISO string (the API reads ISO 8601). An invalid `Date`
+ * goes as `"Invalid Date"`, so the API's 400 names the field rather than a `RangeError` here.
+ */
+function sent<T extends object>(values: T): Sent<T> {
+  const entries = Object.entries(values).map(([name, value]) => [name, value instanceof Date ? iso(value) : value]);
+  return Object.fromEntries(entries) as Sent<T>;
+}
+
+function iso(moment: Date): string {
+  return Number.isNaN(moment.getTime()) ? String(moment) : moment.toISOString();
 }
 
 /** The data of a success, or the API's error thrown as a {@link MemoryApiError}. */

@@ -405,6 +405,11 @@ export interface components {
             session_id: string;
             /** Format: date-time */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description When what it says happened (UTC): the time it was saved unless the writer said.
+             */
+            happened_at: string;
             /** @description A slug below the user (an agent's or a project's); "" is the user's shared space. */
             scope: string;
             score: components["schemas"]["Score"] | null;
@@ -426,6 +431,15 @@ export interface components {
             type?: string;
             topic_key?: string | null;
             metadata?: unknown;
+            /** @description When what it says happened (null or absent: now). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+            happened_at?: string | null;
+            /** @description When it expires, in the future; from then on no read sees it. Not with ttl. Null or absent: never (or when its type's RETENTION ends it). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+            expires_at?: string | null;
+            /**
+             * Format: int64
+             * @description Seconds from now until it expires (1 to a century); not with expires_at.
+             */
+            ttl?: number | null;
         };
         ObservationRecord: {
             /** Format: uuid */
@@ -449,10 +463,20 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description When what it says happened (UTC): the time it was saved unless the writer said.
+             */
+            happened_at: string;
             /** Format: date-time */
             last_seen_at: string;
             /** Format: date-time */
             deleted_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). From then on no read sees it.
+             */
+            expires_at: string | null;
         };
         ObservationRevisionRecord: {
             revision: number;
@@ -465,6 +489,11 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When what this version says happened.
+             */
+            happened_at: string;
             /** Format: date-time */
             written_at: string;
             /** Format: date-time */
@@ -507,6 +536,15 @@ export interface components {
             type?: string;
             topic_key?: string | null;
             metadata?: unknown;
+            /** @description When what it says happened; the old value goes to the history. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+            happened_at?: string;
+            /** @description When it expires, in the future; from then on no read sees it. Not with ttl. Null: never (its type's RETENTION may still end it). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+            expires_at?: string | null;
+            /**
+             * Format: int64
+             * @description Seconds from now until it expires (1 to a century); not with expires_at.
+             */
+            ttl?: number;
         };
         SaveResult: {
             action: components["schemas"]["ActionEnum"];
@@ -625,6 +663,10 @@ export interface operations {
                 limit?: number;
                 /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
+                /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                since?: string;
+                /** @description Only memories that happened before this moment (later than since). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                until?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
             };
@@ -910,9 +952,13 @@ export interface operations {
                 /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 session?: string;
+                /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                since?: string;
                 /** @description Normalized like on save. */
                 topic_key?: string;
                 type?: string;
+                /** @description Only memories that happened before this moment (later than since). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                until?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
             };
@@ -1443,11 +1489,19 @@ export interface operations {
         parameters: {
             query: {
                 limit?: number;
-                /** @description Words and "quoted phrases"; memories holding every term rank first. */
+                /** @description The moment date phrases in q are read from ("yesterday" is the day before it), e.g. when a conversation of the past is replayed; absent: the time of the request. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                now?: string;
+                /** @description Words and "quoted phrases"; memories holding every term rank first. A date phrase ("last week", "ayer") favours memories that happened in the period it names, read at now (default: the request's time) in time_zone; it never filters. */
                 q: string;
                 /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
+                /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                since?: string;
+                /** @description The IANA time zone (Europe/Madrid) date phrases in q are read in; absent: the site's current time zone (TIME_ZONE, UTC by default). */
+                time_zone?: string;
                 type?: string;
+                /** @description Only memories that happened before this moment (later than since). An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
+                until?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
             };
