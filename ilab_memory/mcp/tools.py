@@ -130,7 +130,7 @@ def _moment(description: str, *, nullable: bool = False) -> dict[str, Any]:
 
 
 def _expiry(*, update: bool) -> dict[str, Any]:
-    moment = _moment("When it expires: from then on no read sees it, and the hourly sweep erases it.",
+    moment = _moment("When it expires: from then on no read sees it, and the expiry sweep erases it.",
                      nullable=update)
     if update:
         moment["description"] += " null: it never expires by itself."
