@@ -120,8 +120,7 @@ class ObservationAdminForm(forms.ModelForm):
 class ObservationAdmin(ServiceOwnedAdmin):
     form = ObservationAdminForm
     list_display = (
-        "short_title", "kind", "user", "scope_label", "session_link", "revised", "repeated", "happened", "updated",
-        "expires", "state",
+        "short_title", "kind", "user", "scope_label", "session_link", "revised", "repeated", "happened", "state",
     )
     list_display_links = ("short_title",)
     list_filter = (UserIdFilter, ScopeFilter, TypeFilter, DeletedFilter, ExpiresFilter, SessionSummaryKindFilter,
@@ -237,9 +236,6 @@ class ObservationAdmin(ServiceOwnedAdmin):
     def updated(self, obj):
         return when(obj.updated_at)
 
-    @admin.display(description=_("Expires"))
-    def expires(self, obj):
-        return when(expiry(obj, get_config())[0])
 
     @admin.display(description=_("Expires (in effect)"))
     def expiry(self, obj):
@@ -260,7 +256,12 @@ class ObservationAdmin(ServiceOwnedAdmin):
 
     @admin.display(description=_("State"), ordering="deleted_at")
     def state(self, obj):
-        return badge("deleted" if obj.deleted_at else "live")
+        # When it expires goes under its state: the list has no room for a column of its own.
+        state = badge("deleted" if obj.deleted_at else "live")
+        ends = expiry(obj, get_config())[0]
+        if ends is None:
+            return state
+        return format_html('{}<br><span class="ilab-expires">{} {}</span>', state, gettext("expires"), when(ends))
 
     @admin.display(description=_("History"))
     def history(self, obj):
