@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from django.contrib import admin
@@ -12,9 +13,11 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_config
@@ -23,6 +26,7 @@ from ..scopes import SHARED
 from . import selectors as admin_selectors
 
 AUTO, HUMAN, NONE = "auto", "human", "none"
+SOON = "soon"
 _BADGE_LABEL = {
     AUTO: _("Auto"),
     HUMAN: _("Human"),
@@ -99,6 +103,23 @@ class DeletedFilter(admin.SimpleListFilter):
             return queryset.live()
         if self.value() == "deleted":
             return queryset.deleted()
+        return queryset
+
+
+class ExpiresFilter(admin.SimpleListFilter):
+    """Live memories that expire within ``EXPIRING_DAYS``: by their own date or their type's
+    ``RETENTION`` (the overview links here, per type)."""
+
+    title = _("expires")
+    parameter_name = "expires"
+
+    def lookups(self, request, model_admin):
+        days = admin_selectors.EXPIRING_DAYS
+        return [(SOON, ngettext("In the next %(days)d day", "In the next %(days)d days", days) % {"days": days})]
+
+    def queryset(self, request, queryset):
+        if self.value() == SOON:
+            return queryset.filter(admin_selectors.expiring_q(get_config(), now=timezone.now()))
         return queryset
 
 
@@ -214,6 +235,42 @@ def when(moment):
         moment.strftime("%Y-%m-%d"),
         moment.strftime("%H:%M"),
     )
+
+
+def expiry(observation, config) -> tuple[datetime | None, timedelta | None]:
+    """When a live observation expires (``visibility``): the earlier of its own ``expires_at``
+    and the end of its type's ``RETENTION``, counted from its last write; and that retention
+    when it is what decides (None when its own date does, or nothing does)."""
+    retention = config.RETENTION.get(observation.type)
+    retained_until = observation.updated_at + retention if retention is not None else None
+    own = observation.expires_at
+    if retained_until is not None and (own is None or retained_until < own):
+        return retained_until, retention
+    return own, None
+
+
+def duration(period: timedelta) -> str:
+    """A ``RETENTION`` period in its largest whole unit: "90 days", "12 hours", "90 minutes"."""
+    seconds = int(period.total_seconds())
+    if seconds % 86400 == 0:
+        return ngettext("%(n)d day", "%(n)d days", seconds // 86400) % {"n": seconds // 86400}
+    if seconds % 3600 == 0:
+        return ngettext("%(n)d hour", "%(n)d hours", seconds // 3600) % {"n": seconds // 3600}
+    if seconds % 60 == 0:
+        return ngettext("%(n)d minute", "%(n)d minutes", seconds // 60) % {"n": seconds // 60}
+    return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
+
+
+def expiry_text(observation, config) -> str:
+    """When a live observation expires, and why, for its change page."""
+    moment, retention = expiry(observation, config)
+    if moment is None:
+        return gettext("Never by itself.")
+    at = moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if retention is None:
+        return gettext("%(at)s: its own expiry date.") % {"at": at}
+    return gettext("%(at)s: the retention of its type (%(period)s from its last write).") % {
+        "at": at, "period": duration(retention)}
 
 
 def scope_label(scope: str):

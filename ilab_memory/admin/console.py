@@ -30,7 +30,7 @@ from ..services.search import observation_search
 from ..validation import clean_user_id
 from . import selectors as admin_selectors
 from .charts import bar_rows, day_columns
-from .common import SHARED_CHOICE, SHARED_LABEL, admin_url, audit, error_text
+from .common import SHARED_CHOICE, SHARED_LABEL, SOON, admin_url, audit, duration, error_text
 
 USER_ROWS = 20
 SEARCH_RESULTS = 20
@@ -79,7 +79,7 @@ def overview_view(model_admin, request):
         raise PermissionDenied
     config = get_config()
     now = timezone.now()
-    data = admin_selectors.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS)
+    data = admin_selectors.overview(now=now, timeout_hours=config.SESSION_TIMEOUT_HOURS, config=config)
 
     def user_url(user_id):
         return reverse(f"{model_admin.admin_site.name}:ilab_memory_user", args=[user_id])
@@ -98,8 +98,16 @@ def overview_view(model_admin, request):
         sessions_url=admin_url(model_admin, Session, "changelist"),
         can_close_expired=model_admin.has_change_permission(request),
         service_accounts=admin_selectors.service_accounts(),
+        expiring_chart=bar_rows(data.expiring_by_type, link=lambda type_: _expiring_url(model_admin, type_)),
+        expiring_total=sum(n for _type, n in data.expiring_by_type),
+        retention=[(type_, duration(period)) for type_, period in sorted(config.RETENTION.items())],
     )
     return TemplateResponse(request, "admin/ilab_memory/overview.html", context)
+
+
+def _expiring_url(model_admin, type_: str) -> str:
+    """The observation list filtered to what of ``type_`` expires soon (``ExpiresFilter``)."""
+    return f"{admin_url(model_admin, Observation, 'changelist')}?{urlencode({'expires': SOON, 'type': type_})}"
 
 
 # -- One user ----------------------------------------------------------------------------------

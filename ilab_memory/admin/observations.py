@@ -1,4 +1,8 @@
-"""Observations in the admin: the list, edits through ``observation_update``, soft delete, restore."""
+"""Observations in the admin: the list, edits through ``observation_update``, soft delete, restore.
+
+An expired memory (past its ``expires_at`` or its type's ``RETENTION``) is not here: every read
+stops seeing it at once, the console's too, and the sweep erases it.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,23 @@ from typing import ClassVar
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import widgets
 from django.contrib.admin.models import CHANGE
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from ..conf import get_config
 from ..exceptions import ObservationNotFound
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, ObservationRevision, Session
 from ..scopes import ALL
 from ..services.observations import observation_delete, observation_restore, observation_update
+from ..visibility import expired_q
 from .common import (
     DeletedFilter,
+    ExpiresFilter,
     ScopeFilter,
     ServiceOwnedAdmin,
     SessionSummaryKindFilter,
@@ -29,6 +37,8 @@ from .common import (
     badge,
     clip,
     error_text,
+    expiry,
+    expiry_text,
     scope_label,
     times,
     user_link,
@@ -36,7 +46,9 @@ from .common import (
 )
 from .sessions import INLINE_ROWS
 
-EDITABLE_OBSERVATION_FIELDS = ("type", "title", "content", "topic_key", "metadata")
+# The texts the service may redact; the times it stores as given.
+EDITABLE_TEXT_FIELDS = ("type", "title", "content", "topic_key", "metadata")
+EDITABLE_OBSERVATION_FIELDS = (*EDITABLE_TEXT_FIELDS, "happened_at", "expires_at")
 CORRECTION, USER_WRITE = "correction", "user_write"
 
 
@@ -54,6 +66,14 @@ class ObservationAdminForm(forms.ModelForm):
     title = forms.CharField(label=_("Title"), widget=forms.Textarea(attrs={"rows": 2}), strip=False)
     content = forms.CharField(label=_("Content"), widget=forms.Textarea, strip=False)
     topic_key = forms.CharField(label=_("Topic key"), required=False, strip=False, empty_value=None)
+    # Declared, not derived from the model: its callable default would add a hidden "initial"
+    # input that a form posted without it reads as a change.
+    happened_at = forms.SplitDateTimeField(label=_("Happened at"), widget=widgets.AdminSplitDateTime)
+    expires_at = forms.SplitDateTimeField(
+        label=_("Expires at"), required=False, widget=widgets.AdminSplitDateTime,
+        help_text=_("Empty: never by itself (its type's retention may still end it). From then on no read "
+                    "sees it, and the sweep erases it."),
+    )
     edit_kind = forms.ChoiceField(
         label=_("This edit is"),
         choices=[
@@ -91,7 +111,7 @@ class ObservationAdminForm(forms.ModelForm):
             raise forms.ValidationError(_("This observation was deleted meanwhile; restore it first.")) from None
         # The stored, redacted values replace what was typed, so nothing downstream (the
         # instance, the success message, the admin log) ever holds the private text.
-        for name in EDITABLE_OBSERVATION_FIELDS:
+        for name in EDITABLE_TEXT_FIELDS:
             cleaned[name] = getattr(record, name)
         self.stored = record
         return cleaned
@@ -100,10 +120,11 @@ class ObservationAdminForm(forms.ModelForm):
 class ObservationAdmin(ServiceOwnedAdmin):
     form = ObservationAdminForm
     list_display = (
-        "short_title", "kind", "user", "scope_label", "session_link", "revised", "repeated", "updated", "state",
+        "short_title", "kind", "user", "scope_label", "session_link", "revised", "repeated", "happened", "state",
     )
     list_display_links = ("short_title",)
-    list_filter = (UserIdFilter, ScopeFilter, TypeFilter, DeletedFilter, SessionSummaryKindFilter, "updated_at")
+    list_filter = (UserIdFilter, ScopeFilter, TypeFilter, DeletedFilter, ExpiresFilter, SessionSummaryKindFilter,
+                   "happened_at", "updated_at")
     list_select_related = ("session",)
     search_fields = ("title", "content", "user_id__exact", "scope__exact")
     search_help_text = _("Words of the title or content, or an exact user_id or scope.")
@@ -119,19 +140,24 @@ class ObservationAdmin(ServiceOwnedAdmin):
         "updated",
         "last_seen",
         "deleted",
+        "expiry",
         "revision_history",
     )
     fieldsets = (
         (None, {"fields": ("id", "user", "scope_label", "session_link", "type", "title", "content", "topic_key",
-                           "metadata")}),
+                           "metadata", "happened_at", "expires_at")}),
         (_("Edit"), {"fields": ("edit_kind",)}),
         (
             _("Counters and times"),
-            {"fields": (("history", "redacted_blocks"), ("created", "updated", "last_seen", "deleted"))},
+            {"fields": (("history", "redacted_blocks"), ("created", "updated", "last_seen", "deleted"), "expiry")},
         ),
         (_("Revision history"), {"fields": ("revision_history",)}),
     )
     actions = ("soft_delete_selected", "restore_selected")
+
+    def get_queryset(self, request):
+        # Expired rows are gone for every read (``visibility``); the sweep erases them.
+        return super().get_queryset(request).exclude(expired_q(get_config()))
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
@@ -202,9 +228,18 @@ class ObservationAdmin(ServiceOwnedAdmin):
     def repeated(self, obj):
         return times(obj.duplicate_count - 1)
 
+    @admin.display(description=_("Happened"), ordering="happened_at")
+    def happened(self, obj):
+        return when(obj.happened_at)
+
     @admin.display(description=_("Updated"), ordering="updated_at")
     def updated(self, obj):
         return when(obj.updated_at)
+
+
+    @admin.display(description=_("Expires (in effect)"))
+    def expiry(self, obj):
+        return expiry_text(obj, get_config())
 
     # The change page shows times as the lists do (``when``), not in the locale's long form.
     @admin.display(description=_("Created"))
@@ -221,7 +256,12 @@ class ObservationAdmin(ServiceOwnedAdmin):
 
     @admin.display(description=_("State"), ordering="deleted_at")
     def state(self, obj):
-        return badge("deleted" if obj.deleted_at else "live")
+        # When it expires goes under its state: the list has no room for a column of its own.
+        state = badge("deleted" if obj.deleted_at else "live")
+        ends = expiry(obj, get_config())[0]
+        if ends is None:
+            return state
+        return format_html('{}<br><span class="ilab-expires">{} {}</span>', state, gettext("expires"), when(ends))
 
     @admin.display(description=_("History"))
     def history(self, obj):

@@ -3,7 +3,8 @@
 Each is one bounded, indexed query, so the overview costs the same at a thousand rows and at
 millions: windows of the last days through the (-started_at) and (-updated_at) indexes, the
 sweep's partial index for expired sessions, the queue's partial index for the embedding backlog,
-and counts capped like the admin's paginator. Nothing here counts a whole table.
+what expires in the next days through the (expires_at) and (-updated_at) indexes, and counts
+capped like the admin's paginator. Nothing here counts a whole table.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from datetime import date, datetime, timedelta
 from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncDate
 
+from ..conf import Config, get_config
 from ..models import Observation, ObservationVector, Session, SessionStatus
 from ..scopes import ALL, Reach
+from ..visibility import live_q
 
 WINDOW_DAYS = 30
+# "Expires soon": within this many days, on the overview and in the observation list's filter.
+EXPIRING_DAYS = 7
 # A list's scope filter offers at most this many of a user's scopes (the box reaches the rest).
 SCOPE_CHOICES = 50
 # Counts past this read "10,000+": the database stops counting there.
@@ -58,6 +63,8 @@ class Overview:
     oldest_expired_activity: datetime | None
     embedding_backlog: Capped
     oldest_queued: datetime | None
+    expiring_days: int
+    expiring_by_type: list[tuple[str, int]]
 
 
 def capped_count(queryset, *, along: str, cap: int = COUNT_CAP) -> Capped:
@@ -104,8 +111,32 @@ def written_since(field: str, *, since: datetime, limit: int) -> list[tuple[str,
     return [(row[field], row["n"]) for row in rows]
 
 
-def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> Overview:
-    """The state of memory across users: the last ``days`` days, open work, the queue."""
+def expiring_q(config: Config, *, now: datetime, days: int = EXPIRING_DAYS) -> Q:
+    """Memories live at ``now`` that expire within ``days``: at their own ``expires_at``, or when
+    their type's ``RETENTION`` runs out (``visibility``). Each branch is a range of an index."""
+    horizon = now + timedelta(days=days)
+    soon = Q(expires_at__gt=now, expires_at__lte=horizon)
+    for type_, period in sorted(config.RETENTION.items()):
+        soon |= Q(type=type_, updated_at__gt=now - period, updated_at__lte=horizon - period)
+    return live_q(config, now=now) & soon
+
+
+def expiring_by_type(config: Config, *, now: datetime, days: int = EXPIRING_DAYS) -> list[tuple[str, int]]:
+    """How many live memories of each type expire within ``days`` of ``now``, most first."""
+    rows = (
+        Observation.objects.filter(expiring_q(config, now=now, days=days))
+        .order_by()
+        .values("type")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "type")
+    )
+    return [(row["type"], row["n"]) for row in rows]
+
+
+def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS, config: Config | None = None) -> Overview:
+    """The state of memory across users: the last ``days`` days, open work, the queue, and what
+    expires in the next ``EXPIRING_DAYS``."""
+    config = config or get_config()
     today = datetime.combine(now.date(), datetime.min.time(), tzinfo=now.tzinfo)
     since = today - timedelta(days=days - 1)
     expired = Session.objects.expired(now, timeout_hours)
@@ -119,6 +150,8 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS) -> O
         oldest_expired_activity=expired.order_by().aggregate(at=Min("last_activity_at"))["at"],
         embedding_backlog=capped_count(queued, along="queued_at"),
         oldest_queued=queued.order_by().aggregate(at=Min("queued_at"))["at"],
+        expiring_days=EXPIRING_DAYS,
+        expiring_by_type=expiring_by_type(config, now=now),
     )
 
 

@@ -19,6 +19,7 @@ from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
 from ..services.sessions import clean_summary, sessions_close_expired
+from ..visibility import expired_q
 from . import console
 from .common import (
     AUDIT_BATCH,
@@ -223,6 +224,7 @@ class SessionAdmin(ServiceOwnedAdmin):
     def observation_list(self, obj):
         observations = list(
             Observation.objects.filter(session=obj)
+            .exclude(expired_q(get_config()))  # gone for every read, before the sweep erases them
             .only("id", "type", "title", "revision_count", "duplicate_count", "created_at", "deleted_at")
             .order_by("created_at", "id")[: INLINE_ROWS + 1]
         )

@@ -34,7 +34,7 @@ from ..types import (
     SessionStartResponse,
     Timeline,
 )
-from ..validation import CONTEXT_LIMIT, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
+from ..validation import CONTEXT_LIMIT, MAX_TTL_SECONDS, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
 OBSERVATION_VOCABULARY = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery",
                           "learning", "preference")
@@ -118,6 +118,32 @@ def _summary(config: Config, *, optional: bool) -> dict[str, Any]:
         schema["description"] = ("Narrative summary of the session so far: what was done, decided and left "
                                  "open. Replaces the session's previous summary; the session stays open.")
     return schema
+
+
+# What a time argument accepts, as ``validation.clean_moment`` reads it.
+MOMENT = ("ISO 8601 with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date "
+          "(2026-03-01: its midnight, UTC)")
+
+
+def _moment(description: str, *, nullable: bool = False) -> dict[str, Any]:
+    return {"type": ["string", "null"] if nullable else "string", "description": f"{description} {MOMENT}."}
+
+
+def _expiry(*, update: bool) -> dict[str, Any]:
+    moment = _moment("When it expires: from then on no read sees it, and the expiry sweep erases it.",
+                     nullable=update)
+    if update:
+        moment["description"] += " null: it never expires by itself."
+    ttl = {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECONDS,
+           "description": "Or: seconds from now until it expires (86400: a day). Give expires_at or ttl, not both."}
+    return {"expires_at": moment, "ttl": ttl}
+
+
+def _period() -> dict[str, Any]:
+    return {
+        "since": _moment("Only memories that happened at or after this moment."),
+        "until": _moment("Only memories that happened before this moment (not at it)."),
+    }
 
 
 def _count(count: Count, config: Config, default: int, description: str) -> dict[str, Any]:
@@ -232,7 +258,7 @@ def _compact_line(position: int | None, item: dict[str, Any], scope: str = "") -
     head = f"{position}. " if position is not None else "- "
     topic = f" — topic {item['topic_key']}" if item["topic_key"] else ""
     return (f"{head}[{item['type']}] {item['title']}{_score(item['score'])} — id {item['id']}{topic}"
-            f"{_elsewhere(item, scope)}\n   {item['preview']}")
+            f" — happened {_when(item['happened_at'])}{_elsewhere(item, scope)}\n   {item['preview']}")
 
 
 def _compact_list(items: list[dict[str, Any]], empty: str, scope: str = "") -> str:
@@ -303,10 +329,17 @@ def _redaction_note(blocks: int) -> str:
     return f" {counted} replaced by [REDACTED]: nothing private was stored."
 
 
+def _times(record: dict[str, Any]) -> str:
+    """When a record's memory happened, and when it expires if it says."""
+    expires = f" — expires {_when(record['expires_at'])}" if record["expires_at"] else ""
+    return f"happened {_when(record['happened_at'])}{expires}"
+
+
 def _save(memory, user_id, scope, args):
     data = encode(memory.mem_save(
         user_id, args["title"], args["content"], type=args.get("type", "manual"),
         topic_key=args.get("topic_key"), metadata=args.get("metadata"), scope=scope,
+        happened_at=args.get("happened_at"), expires_at=args.get("expires_at"), ttl=args.get("ttl"),
     ))
     record = data["observation"]
     verb = {
@@ -315,7 +348,8 @@ def _save(memory, user_id, scope, args):
                    "the previous version is kept in its history)",
         "duplicate": f"Already remembered: counted a duplicate ({_seen(record['duplicate_count'])})",
     }[data["action"]]
-    text = f"{verb}: [{record['type']}] {record['title']} — id {record['id']}, session {record['session_id']}."
+    text = (f"{verb}: [{record['type']}] {record['title']} — id {record['id']}, session {record['session_id']} — "
+            f"{_times(record)}.")
     return data, text + _redaction_note(_private_blocks(args))
 
 
@@ -341,25 +375,43 @@ FOUND_BY = {"all": "holding every term", "some": "holding some of the terms",
             "meaning": "close in meaning only"}
 
 
+def _period_read(results: list[dict[str, Any]]) -> str:
+    """The period a date phrase of the query was read as (the same on every result), as a line."""
+    period = results[0]["score"]["breakdown"].get("period")
+    if period is None:
+        return ""
+    return (f"\nRead \"{period['phrase']}\" as {_when(period['start'])} to {_when(period['end'])}: what happened "
+            "then ranks higher; nothing else is left out.")
+
+
+def _in_period(args: dict[str, Any]) -> str:
+    return " in that period" if args.get("since") or args.get("until") else ""
+
+
 def _search(memory, user_id, scope, args):
     results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit"),
-                                       scope=scope))
+                                       scope=scope, since=args.get("since"), until=args.get("until"),
+                                       time_zone=args.get("time_zone")))
     data = {"results": results}
     if not results:
-        return data, "No memories matched. Try other words, fewer terms, or mem_context."
+        return data, f"No memories matched{_in_period(args)}. Try other words, fewer terms, or mem_context."
     found_by = [_found_by(result) for result in results]
     counts = ", ".join(f"{found_by.count(way)} {words}" for way, words in FOUND_BY.items() if way in found_by)
     lines = [
         _compact_line(i, result, scope).replace(" — id ", f" — {FOUND_BY[way]} — id ", 1)
         for i, (result, way) in enumerate(zip(results, found_by), 1)
     ]
-    return data, f"{_memories(len(results))} found ({counts}), best first:\n" + "\n".join(lines)
+    return data, (f"{_memories(len(results))} found ({counts}), best first:{_period_read(results)}\n"
+                  + "\n".join(lines))
 
 
 def _context(memory, user_id, scope, args):
-    memories = encode(memory.mem_context(user_id, limit=args.get("limit"), scope=scope))
+    memories = encode(memory.mem_context(user_id, limit=args.get("limit"), scope=scope, since=args.get("since"),
+                                         until=args.get("until")))
     data = {"memories": memories}
     if not memories:
+        if _in_period(args):
+            return data, "No memories happened in that period."
         return data, "No memories yet. Save what is worth remembering with mem_save."
     return data, "Memories ranked by ContextScore (recency × type weight × reinforcement):\n" + _compact_list(
         memories, "", scope
@@ -375,7 +427,8 @@ def _record_text(record: dict[str, Any], scope: str) -> str:
     return (f"[{record['type']}] {record['title']}\n"
             f"id {record['id']} — session {record['session_id']}{topic} — "
             f"revision {record['revision_count']} — {_seen(record['duplicate_count'])} — "
-            f"updated {_when(record['updated_at'])}{_elsewhere(record, scope)}\n\n{record['content']}")
+            f"updated {_when(record['updated_at'])} — {_times(record)}{_elsewhere(record, scope)}\n\n"
+            f"{record['content']}")
 
 
 def _get(memory, user_id, scope, args):
@@ -448,7 +501,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "durable memory, in the active session (opened if needed). Same topic_key as a live memory: that "
             "memory is revised (action \"revised\", old version kept). Same type, title and content within "
             f"{config.DEDUPE_WINDOW_MINUTES} minutes: counted as a duplicate. Otherwise created. Over-long or "
-            "blank input is refused, never truncated.",
+            "blank input is refused, never truncated. happened_at says when what it tells happened (default: "
+            "now); expires_at or ttl make a short-lived note that disappears by itself.",
             _object({
                 **user,
                 "title": _title(config),
@@ -456,6 +510,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "type": {**_type(config, purpose="Kind of memory."), "default": "manual"},
                 "topic_key": _topic_key(config, update=False),
                 "metadata": _metadata(config),
+                "happened_at": _moment("When what it says happened (\"moved to Berlin in March\"), if not now."),
+                **_expiry(update=False),
             }, required=("title", "content")),
             schema(SaveResult),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
@@ -487,13 +543,19 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "mem_search", "Search memories",
             "Full-text search of the user's memories, best first. Words and \"quoted phrases\", and meaning: memories "
             "holding every term rank first, memories holding some of them or close in meaning follow (the "
-            "score's breakdown says which: all_terms, standing). Results are previews: read one in full with mem_get_observation. Read-only.",
+            "score's breakdown says which: all_terms, standing). A date phrase in the query (\"last week\", "
+            "\"in March\", \"ayer\") favours what happened then, never hiding the rest; since and until keep to "
+            "a period. Results are previews: read one in full with mem_get_observation. Read-only.",
             _object({
                 **user,
                 "query": {"type": "string", "minLength": 1, "maxLength": config.MAX_QUERY_CHARS,
                           "description": "Words and \"quoted phrases\"."},
                 "type": _type(config, purpose="Only memories of this type."),
                 "limit": _count(SEARCH_LIMIT, config, config.SEARCH_DEFAULT_LIMIT, "How many results at most."),
+                **_period(),
+                "time_zone": {"type": "string",
+                              "description": "The user's IANA time zone (Europe/Madrid), in which the query's "
+                              "date phrases are read. Default: the server's time zone."},
             }, required=("query",)),
             listing_schema("results", ObservationCompact),
             read_only,
@@ -502,10 +564,11 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ToolSpec(
             "mem_context", "Memories that matter now",
             "The user's memories ranked as at session start (recency × type weight × reinforcement), on "
-            "demand. Read-only: touches no session.",
+            "demand; since and until keep to what happened in a period. Read-only: touches no session.",
             _object({
                 **user,
                 "limit": _count(CONTEXT_LIMIT, config, config.CONTEXT_MEMORIES, "How many memories at most."),
+                **_period(),
             }),
             listing_schema("memories", ObservationCompact),
             read_only,
@@ -522,9 +585,9 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ),
         ToolSpec(
             "mem_update", "Change a memory",
-            "Change some fields of a memory (at least one of title, content, type, topic_key, metadata). The "
-            "previous version is kept in its history, revision_count grows, and the memory moves to the active "
-            "session. Only memories of the scope this server acts in can be changed; others answer "
+            "Change some fields of a memory (at least one of title, content, type, topic_key, metadata, "
+            "happened_at, expires_at, ttl). The previous version is kept in its history, revision_count grows, "
+            "and the memory moves to the active session. Only memories of the scope this server acts in can be changed; others answer "
             "observation_not_found.",
             _object({
                 **user,
@@ -534,6 +597,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                 "type": _type(config, purpose="New kind of memory."),
                 "topic_key": _topic_key(config, update=True),
                 "metadata": {**_metadata(config), "description": "New metadata object; null clears it."},
+                "happened_at": _moment("When what it says happened."),
+                **_expiry(update=True),
             }, required=("observation_id",)),
             schema(ObservationRecord),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
@@ -594,6 +659,10 @@ def instructions(config: Config) -> str:
         "topic_key to a fact that evolves, so saving it again revises it instead of adding a copy.\n"
         "- Before answering about past work, call mem_search (words or \"quoted phrases\") or mem_context, "
         "then mem_get_observation for the full text.\n"
+        "- Time: give mem_save a happened_at when a memory is about an earlier moment (\"moved to Berlin in "
+        "March\", an imported history), and a ttl or expires_at to a note that matters only for a while. For "
+        "a period, pass since and until to mem_search or mem_context; a date phrase in the query (\"last "
+        "week\") favours what happened then, read in the time_zone you pass.\n"
         "- At milestones, call mem_session_summary with a narrative summary; the session stays open.\n"
         "- When the work is done or the user says goodbye, call mem_session_end (with a final summary). A "
         f"session left open closes itself after {config.SESSION_TIMEOUT_HOURS} hours of silence with an "

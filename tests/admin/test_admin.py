@@ -308,6 +308,13 @@ def test_close_expired_refuses_get(admin_client, db):
 # -- Observation change page and actions -----------------------------------------------------
 
 
+def time_fields(name: str, moment) -> dict:
+    """A moment as the change form's split date and time inputs send it (the site's zone is UTC)."""
+    if moment is None:
+        return {f"{name}_0": "", f"{name}_1": ""}
+    return {f"{name}_0": moment.strftime("%Y-%m-%d"), f"{name}_1": moment.strftime("%H:%M:%S")}
+
+
 def observation_form(observation, **changes):
     data = {
         "type": observation.type,
@@ -315,6 +322,8 @@ def observation_form(observation, **changes):
         "content": observation.content,
         "topic_key": observation.topic_key or "",
         "metadata": "{}",
+        **time_fields("happened_at", observation.happened_at),
+        **time_fields("expires_at", observation.expires_at),
         "_save": "Save",
     }
     data.update(changes)

@@ -190,7 +190,7 @@ def test_changelists_and_console_pages_fit_without_a_sideways_scroll(request, vi
         # Every column is there on a laptop, beside the navigation and the filters.
         headers = page.locator("#result_list thead th").all_inner_texts()
         assert [h.strip().lower() for h in headers[1:]] == [
-            "title", "type", "user id", "scope", "session", "revised", "repeated", "updated", "state"
+            "title", "type", "user id", "scope", "session", "revised", "repeated", "happened", "state"
         ]
     else:
         shot(page, "admin-observations-phone")

@@ -21,7 +21,14 @@ from ilab_memory.admin import selectors as admin_selectors
 from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
 from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start
-from tests.admin.test_admin import OBSERVATIONS, SESSIONS, observation_url, session_url, staff_client
+from tests.admin.test_admin import (
+    OBSERVATIONS,
+    SESSIONS,
+    observation_url,
+    session_url,
+    staff_client,
+    time_fields,
+)
 from tests.factories import ObservationFactory, SessionFactory
 
 OVERVIEW = reverse("admin:ilab_memory_overview")
@@ -189,9 +196,10 @@ def test_user_forget_asks_first_then_erases_and_logs_each_row_without_its_text(a
     alice, _ = two_users
     forget = reverse("admin:ilab_memory_user_forget", args=["alice"])
     # An earlier edit left an entry holding the title; the erasure must not leave it behind.
-    admin_client.post(observation_url(Observation.objects.get(pk=alice.id)), {
+    row = Observation.objects.get(pk=alice.id)
+    admin_client.post(observation_url(row), {
         "type": "manual", "title": "Editor uses tabs!", "content": "Alice prefers tabs.", "topic_key": "",
-        "metadata": "{}", "edit_kind": "correction",
+        "metadata": "{}", "edit_kind": "correction", **time_fields("happened_at", row.happened_at),
     })
     assert any("Editor uses tabs" in e.object_repr for e in entries(Observation))
     page = admin_client.get(forget)
@@ -264,7 +272,8 @@ def test_forget_action_logs_a_deletion_per_session_and_observation(admin_client,
 
 def edit(client, observation, kind, **changes):
     data = {"type": observation.type, "title": observation.title, "content": observation.content,
-            "topic_key": observation.topic_key or "", "metadata": json.dumps(observation.metadata)}
+            "topic_key": observation.topic_key or "", "metadata": json.dumps(observation.metadata),
+            **time_fields("happened_at", observation.happened_at), **time_fields("expires_at", None)}
     data.update(changes)
     if kind is not None:
         data["edit_kind"] = kind

@@ -126,7 +126,7 @@ def test_an_error_text_names_each_field_at_fault(as_alice):
     result = as_alice.call("mem_save", content="c", colour="blue")
     assert result.content[0].text == (
         "Error (invalid): Invalid input. colour: Is not a field of this endpoint; it accepts: user_id, "
-        "title, content, type, topic_key, metadata."
+        "title, content, type, topic_key, metadata, happened_at, expires_at, ttl."
     )
     result = as_alice.call("mem_save", content="c")
     assert result.content[0].text == "Error (invalid): Invalid input. title: This field is required."
@@ -266,7 +266,17 @@ SCENARIO = [
     ("mem_search", {"query": "q", "limit": "ten"}),
     ("mem_timeline", {"observation_id": "<id 3>", "before": 51}),
     ("mem_delete", {"observation_id": "<id 3>", "hard": "yes"}),
-    ("mem_stats", {"user_id": "someone-else"})]
+    ("mem_stats", {"user_id": "someone-else"}),
+    ("mem_save", {"title": "Moved to Berlin", "content": "The user moved to Berlin in March.",
+                  "happened_at": "2025-03-10T09:30:00+01:00", "ttl": 86400}),
+    ("mem_search", {"query": "Berlin", "since": "2025-03-01", "until": "2025-04-01"}),
+    ("mem_search", {"query": "Berlin", "since": "2025-04-01"}),
+    ("mem_search", {"query": "who moved to Berlin last week"}),
+    ("mem_context", {"until": "2025-04-01"}),
+    ("mem_save", {"title": "t", "content": "c", "happened_at": "2026-03-01T09:30:00"}),
+    ("mem_save", {"title": "t", "content": "c", "ttl": 0}),
+    ("mem_context", {"since": "2026-03-02", "until": "2026-03-01"}),
+    ("mem_search", {"query": "q", "time_zone": "Mars/Olympus_Mons"})]
 
 
 def test_the_texts_and_errors_of_a_fixed_scenario_match_the_snapshot(as_alice):
