@@ -203,8 +203,8 @@ def clean_moment(field: str, value: Any) -> datetime | None:
 
 
 def clean_ttl(value: Any) -> timedelta | None:
-    """A time to live: a ``timedelta`` or a number of seconds, more than zero and at most a
-    century. None passes as None."""
+    """A time to live: a ``timedelta`` or a number of seconds, from one second to a century.
+    None passes as None."""
     if value is None:
         return None
     if isinstance(value, timedelta):
@@ -213,8 +213,8 @@ def clean_ttl(value: Any) -> timedelta | None:
         seconds = float(value)
     else:
         raise ValidationError("ttl", f"must be a number of seconds, not {type(value).__name__}.", code="invalid_type")
-    if not 0 < seconds <= MAX_TTL_SECONDS:
-        code, limit = ("min_value", 1) if seconds <= 0 else ("max_value", MAX_TTL_SECONDS)
+    if not 1 <= seconds <= MAX_TTL_SECONDS:  # a second at least: the API counts whole seconds
+        code, limit = ("min_value", 1) if seconds < 1 else ("max_value", MAX_TTL_SECONDS)
         raise ValidationError("ttl", f"must be from 1 to {MAX_TTL_SECONDS} seconds.", code=code, limit=limit)
     return timedelta(seconds=seconds)
 
