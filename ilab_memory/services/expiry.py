@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from contextlib import nullcontext
 
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from ..conf import Config, get_config
@@ -20,12 +20,14 @@ from ..models import Observation
 from ..signals import observations_expired, send_on_commit
 from ..visibility import expired_q
 from .erasure import forget_admin_log_labels
-from .sqlite_scrub import checkpoint_wal, secure_delete
+from .sqlite_scrub import checkpoint_wal, merge_search_index_step, secure_delete
 from .transactions import atomic_with_retry
 
 # Rows erased per transaction: small enough that SQLite's database lock (PostgreSQL locks the
 # rows alone) is held for a fraction of a second, with their history, vectors and index entries.
 BATCH_SIZE = 200
+# Pages of the SQLite search index merged per transaction once the batches are done.
+MERGE_PAGES = 200
 
 
 def observations_erase_expired(*, config: Config | None = None, using: str = "default",
@@ -46,9 +48,23 @@ def observations_erase_expired(*, config: Config | None = None, using: str = "de
                 progress(erased)
             if count < batch_size:
                 break
-    if sqlite and erased:
-        checkpoint_wal(using)
+        # Every run, not only one that erased: a run killed before this left tombstones behind.
+        merged = _compact_search_index(using) if sqlite else 0
+    if sqlite and (erased or merged):
+        # After commit: inside a caller's transaction SQLite cannot checkpoint (the table is locked).
+        transaction.on_commit(lambda: checkpoint_wal(using), using=using)
     return erased
+
+
+def _compact_search_index(using: str) -> int:
+    """Drop the erased memories' words from the SQLite search index (their delete left only
+    tombstones), in steps as short as the batches: user_forget's single 'optimize' would hold
+    the lock for as long as the whole index takes to rewrite. Returns the steps that merged."""
+    connection = connections[using]
+    steps = 0
+    while atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES), using=using):
+        steps += 1
+    return steps
 
 
 def _erase_batch(now, batch_size: int, *, config: Config, using: str) -> int:

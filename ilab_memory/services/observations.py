@@ -338,7 +338,8 @@ def observation_delete(
     def run():
         mine = Observation.objects.using(using).for_user(user_id).filter(Reach.exactly(scope).q(), pk=pk)
         if hard:
-            deleted, _ = mine.delete()
+            # Soft-deleted rows may still be erased by id; expired ones are missing to every write.
+            deleted, _ = mine.exclude(expired_q(config)).delete()
             found = deleted > 0
         else:
             found = mine.live(config).update(deleted_at=timezone.now()) > 0
