@@ -9,6 +9,7 @@ leaves every memory either whole or gone, and the next run goes on from there.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from contextlib import nullcontext
 
@@ -20,7 +21,7 @@ from ..models import Observation
 from ..signals import observations_expired, send_on_commit
 from ..visibility import expired_q
 from .erasure import forget_admin_log_labels
-from .sqlite_scrub import checkpoint_wal, merge_search_index_step, secure_delete
+from .sqlite_scrub import checkpoint_wal, merge_search_index_step, search_index_pages, secure_delete
 from .transactions import atomic_with_retry
 
 # Rows erased per transaction: small enough that SQLite's database lock (PostgreSQL locks the
@@ -28,6 +29,10 @@ from .transactions import atomic_with_retry
 BATCH_SIZE = 200
 # Pages of the SQLite search index merged per transaction once the batches are done.
 MERGE_PAGES = 200
+# SQLite: the pause between two transactions of the sweep. Another writer waiting for the lock
+# retries at most 100 ms apart (SQLite's busy handler); without a pause the sweep would take the
+# lock again first, batch after batch, and that writer would wait for the whole sweep.
+SQLITE_PAUSE_SECONDS = 0.1
 
 
 def observations_erase_expired(*, config: Config | None = None, using: str = "default",
@@ -48,6 +53,8 @@ def observations_erase_expired(*, config: Config | None = None, using: str = "de
                 progress(erased)
             if count < batch_size:
                 break
+            if sqlite:
+                time.sleep(SQLITE_PAUSE_SECONDS)
         # Every run, not only one that erased: a run killed before this left tombstones behind.
         merged = _compact_search_index(using) if sqlite else 0
     if sqlite and (erased or merged):
@@ -59,11 +66,16 @@ def observations_erase_expired(*, config: Config | None = None, using: str = "de
 def _compact_search_index(using: str) -> int:
     """Drop the erased memories' words from the SQLite search index (their delete left only
     tombstones), in steps as short as the batches: user_forget's single 'optimize' would hold
-    the lock for as long as the whole index takes to rewrite. Returns the steps that merged."""
+    the lock for as long as the whole index takes to rewrite. Returns the steps taken."""
     connection = connections[using]
+    # One pass over the index as it is now: enough to rewrite every segment the erased words are
+    # in, and a bound while other writers keep adding segments (each would start the merge anew).
+    budget = search_index_pages(connection) // MERGE_PAGES + 1
     steps = 0
-    while atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES), using=using):
+    while steps < budget and atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES),
+                                               using=using):
         steps += 1
+        time.sleep(SQLITE_PAUSE_SECONDS)
     return steps
 
 

@@ -59,6 +59,16 @@ def merge_search_index_step(connection, pages: int) -> bool:
         return cursor.fetchone()[0] - before >= 2
 
 
+def search_index_pages(connection) -> int:
+    """How many pages the FTS5 index has now (rows of its ``_data`` table; 0 without one)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [SQLITE_TABLE + "_data"])
+        if not cursor.fetchone():
+            return 0
+        cursor.execute(f"SELECT COUNT(*) FROM {SQLITE_TABLE}_data")
+        return cursor.fetchone()[0]
+
+
 def checkpoint_wal(using: str) -> None:
     """Rewrite the database from the write-ahead log and empty it: older versions of the erased
     pages are still in the log until a checkpoint."""
