@@ -4,7 +4,9 @@ type's ``RETENTION`` (``visibility``), with everything derived from it.
 Reads stop seeing an expired memory at once; this erases it for good: the row, its history, its
 vector and its search index entry (the engines' triggers and columns follow the row), and the
 admin log's labels of it. In batches, each its own short transaction: a sweep killed half-way
-leaves every memory either whole or gone, and the next run goes on from there.
+leaves every memory either whole or gone, and the next run goes on from there. On SQLite the
+erased words then leave the search index in short merge steps, and the write-ahead log is
+truncated after commit (as ``erasure`` does for a user).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from contextlib import nullcontext
+from functools import partial
 
 from django.db import connections, transaction
 from django.utils import timezone
@@ -19,7 +22,7 @@ from django.utils import timezone
 from ..conf import Config, get_config
 from ..models import Observation
 from ..signals import observations_expired, send_on_commit
-from ..visibility import expired_q
+from ..visibility import expiry_clauses
 from .erasure import forget_admin_log_labels
 from .sqlite_scrub import checkpoint_wal, merge_search_index_step, search_index_pages, secure_delete
 from .transactions import atomic_with_retry
@@ -46,15 +49,18 @@ def observations_erase_expired(*, config: Config | None = None, using: str = "de
     sqlite = connection.vendor == "sqlite"
     erased = 0
     with secure_delete(connection) if sqlite else nullcontext():
-        while True:
-            count = atomic_with_retry(lambda: _erase_batch(now, batch_size, config=config, using=using), using=using)
-            erased += count
-            if progress is not None and count:
-                progress(erased)
-            if count < batch_size:
-                break
-            if sqlite:
-                time.sleep(SQLITE_PAUSE_SECONDS)
+        for clause, column in expiry_clauses(config, now=now):
+            floor = None
+            while True:
+                batch = partial(_erase_batch, clause, column, floor, batch_size, using=using)
+                count, floor = atomic_with_retry(batch, using=using)
+                erased += count
+                if progress is not None and count:
+                    progress(erased)
+                if count < batch_size:
+                    break
+                if sqlite:
+                    _pause(connection)
         # Every run, not only one that erased: a run killed before this left tombstones behind.
         merged = _compact_search_index(using) if sqlite else 0
     if sqlite and (erased or merged):
@@ -75,27 +81,43 @@ def _compact_search_index(using: str) -> int:
     while steps < budget and atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES),
                                                using=using):
         steps += 1
-        time.sleep(SQLITE_PAUSE_SECONDS)
+        _pause(connection)
     return steps
 
 
-def _erase_batch(now, batch_size: int, *, config: Config, using: str) -> int:
-    expired = Observation.objects.using(using).filter(expired_q(config, now=now))
+def _pause(connection) -> None:
+    """Between two of the sweep's transactions on SQLite: let a waiting writer in, and copy what
+    the log holds into the database without waiting for anyone (PASSIVE), so the log stays short
+    and the closing TRUNCATE checkpoint, which other writers wait for, has little left to do."""
+    time.sleep(SQLITE_PAUSE_SECONDS)
+    if not connection.in_atomic_block:  # inside a caller's transaction nothing has committed yet
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def _erase_batch(clause, column: str, floor, batch_size: int, *, using: str):
+    """Erase up to ``batch_size`` rows of ``clause``, oldest ``column`` first from ``floor`` on;
+    returns how many and the floor of the next batch. Each batch goes on along the clause's
+    index where the last one stopped, instead of walking again past the rows it kept (under a
+    retention, every other type's old rows)."""
+    expired = Observation.objects.using(using).filter(clause)
+    if floor is not None:
+        expired = expired.filter(**{f"{column}__gte": floor})
     if connections[using].vendor == "postgresql":
         # Two sweeps at once take different rows instead of waiting on each other's.
         expired = expired.select_for_update(skip_locked=True)
-    rows = list(expired.order_by().values_list("pk", "user_id")[:batch_size])
+    rows = list(expired.order_by(column).values_list("pk", "user_id", column)[:batch_size])
     if not rows:
-        return 0
-    ids = [pk for pk, _ in rows]
+        return 0, floor
+    ids = [pk for pk, _, _ in rows]
     forget_admin_log_labels(Observation, ids)
     # The ORM's delete collects and deletes the revisions and the vector first (CASCADE), with
     # their model signals; the search index entry goes with the row (trigger or column).
     Observation.objects.using(using).filter(pk__in=ids).delete()
     by_user: dict[str, list[str]] = defaultdict(list)
-    for pk, user_id in rows:
+    for pk, user_id, _ in rows:
         by_user[user_id].append(str(pk))
     for user_id, observation_ids in by_user.items():
         send_on_commit(observations_expired, Observation, using=using, user_id=user_id,
                        observation_ids=observation_ids)
-    return len(rows)
+    return len(rows), rows[-1][2]
