@@ -5,6 +5,7 @@ database on each engine."""
 
 import os
 import secrets
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -275,16 +276,22 @@ def test_the_sweep_erases_soft_deleted_memories_that_expired_and_keeps_the_rest(
     assert Observation.objects.get(pk=deleted_kept.id).deleted_at is not None
 
 
-def test_the_sweep_erases_every_batch(db, clock, monkeypatch):
+def test_the_sweep_erases_every_batch_of_every_kind_of_expiry(db, clock):
+    """Each kind is walked along its own index in batches; a stopped clock makes every row of a
+    kind tie on its column, which a batch must not take for the next one's start."""
     from ilab_memory.services import expiry
 
-    mem = ILabMemory()
+    mem = ILabMemory(retention={"conversation": MINUTE, "chat": MINUTE})
     ids = [mem.mem_save(f"user-{n % 3}", f"Note {n}", f"Body {n}.", ttl=60).observation.id for n in range(7)]
+    ids += [mem.mem_save("alice", f"Chat {n}", f"Body {n}.", type=("conversation", "chat")[n % 2]).observation.id
+            for n in range(5)]
+    kept = mem.mem_save("alice", "Decision", "Kept.", type="decision").observation.id
     clock.shift(MINUTE)
     progress = []
-    assert expiry.observations_erase_expired(batch_size=3, progress=progress.append) == 7
-    assert progress == [3, 6, 7]
+    assert expiry.observations_erase_expired(config=mem._config(), batch_size=3, progress=progress.append) == 12
+    assert progress == [3, 6, 7, 9, 12]  # 7 by expires_at in 3 batches; then 2 chats, 3 conversations
     assert not Observation.objects.filter(pk__in=ids).exists()
+    assert list(Observation.objects.values_list("pk", flat=True)) == [uuid.UUID(kept)]
 
 
 def test_the_signal_names_each_users_erased_memories_after_commit(tmem, clock):
