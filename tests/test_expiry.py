@@ -131,6 +131,19 @@ def test_a_write_by_id_finds_nothing_once_expired(db, clock, kind):
     assert row.content == "Hotel near the river, booked and paid." and row.deleted_at is None
 
 
+def test_a_soft_deleted_memory_that_expired_cannot_be_restored(mem, clock):
+    from ilab_memory.services.observations import observation_restore
+
+    passing = mem.mem_save("alice", "Gate", "B12.", ttl=60).observation
+    kept = mem.mem_save("alice", "Seat", "14A.").observation
+    for observation in (passing, kept):
+        mem.mem_delete("alice", observation.id)
+    clock.shift(MINUTE)
+    assert observation_restore(user_id="alice", observation_id=kept.id).deleted_at is None
+    with pytest.raises(ObservationNotFound):
+        observation_restore(user_id="alice", observation_id=passing.id)
+
+
 def test_an_expired_memory_is_not_found_by_meaning(db, clock):
     mem = ILabMemory()  # the site's embedder: the offline multilingual model
     kept = mem.mem_save("alice", "Prefers 'Ali'", "Alice asked to be called Ali, never Alice.").observation

@@ -365,7 +365,7 @@ def observation_restore(
     def run():
         observation = first_or_none(
             Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
-            .filter(Reach.exactly(scope).q(), pk=pk)
+            .filter(Reach.exactly(scope).q(), pk=pk).exclude(expired_q(config))
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")
