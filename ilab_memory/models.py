@@ -49,20 +49,21 @@ class SessionQuerySet(models.QuerySet):
         """Active sessions whose last activity is older than the timeout."""
         return self.active().filter(last_activity_at__lt=now - timedelta(hours=timeout_hours))
 
-    def with_observation_count(self):
+    def with_observation_count(self, config=None):
         """Each session's live observations counted by a subquery: per session returned, so a
-        sliced list costs its own rows, not a join over the user's whole history."""
-        return self.annotate(observation_count=live_observation_count())
+        sliced list costs its own rows, not a join over the user's whole history. ``config``
+        carries the RETENTION that decides what is live (None: the site's)."""
+        return self.annotate(observation_count=live_observation_count(config))
 
 
-def live_observation_count() -> models.Subquery:
+def live_observation_count(config=None) -> models.Subquery:
     """``(SELECT COUNT(id) FROM observation WHERE session_id = <the session> AND live)``.
 
     A plain COUNT (a ``Func``, not the ``Count`` aggregate) needs no GROUP BY and gives 0 for a
     session without rows. Built per read: "live" depends on the time (``visibility``).
     """
     count = models.Func(models.F("pk"), function="COUNT", output_field=models.IntegerField())
-    live = Observation.objects.live().filter(session_id=models.OuterRef("pk"))
+    live = Observation.objects.live(config).filter(session_id=models.OuterRef("pk"))
     return models.Subquery(live.order_by().values(n=count))
 
 

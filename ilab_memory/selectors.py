@@ -67,12 +67,13 @@ def _user(user_id, config: Config | None) -> str:
     return clean_user_id(user_id, limit=(config or get_config()).MAX_USER_ID_CHARS)
 
 
-def recent_sessions(*, user_id: str, reach: Reach, limit: int, using: str = "default") -> list[SessionSummaryCompact]:
+def recent_sessions(*, user_id: str, reach: Reach, limit: int, config: Config | None = None,
+                    using: str = "default") -> list[SessionSummaryCompact]:
     """The user's newest completed sessions in ``reach`` (newest ``ended_at`` first) with live
     observation counts."""
     sessions = (
         Session.objects.using(using).for_user(user_id).completed().filter(reach.q())
-        .with_observation_count().order_by("-ended_at", "-id").values_list(*SUMMARY_FIELDS, named=True)
+        .with_observation_count(config).order_by("-ended_at", "-id").values_list(*SUMMARY_FIELDS, named=True)
     )
     return [session_summary_compact(session) for session in sessions[: max(0, limit)]]
 
@@ -161,7 +162,7 @@ def session_get(*, user_id: str, session_id, scope="", config: Config | None = N
     pk = parse_uuid(session_id, SessionNotFound)
     try:
         sessions = Session.objects.using(using).for_user(user_id).filter(seen.q())
-        session = sessions.with_observation_count().get(pk=pk)
+        session = sessions.with_observation_count(config).get(pk=pk)
     except Session.DoesNotExist:
         raise SessionNotFound("No such session.") from None
     return session_record(session, session.observation_count)
@@ -181,7 +182,7 @@ def sessions_list(
         sessions = sessions.filter(status=clean_choice("status", status, allowed=SessionStatus.values))
     if is_auto_generated is not None:
         sessions = sessions.filter(is_auto_generated=is_auto_generated)
-    return [session_record(s, s.observation_count) for s in sessions.with_observation_count()[:limit]]
+    return [session_record(s, s.observation_count) for s in sessions.with_observation_count(config)[:limit]]
 
 
 def observations_list(

@@ -35,12 +35,21 @@ def _retained(retention: dict, now: datetime) -> list[tuple[str, datetime]]:
     return [(type_, now - period) for type_, period in sorted(retention.items())]
 
 
+def expiry_clauses(config=None, *, now: datetime | None = None, prefix: str = "") -> list[tuple[Q, str]]:
+    """The ways a row is expired at ``now``, each with the column its index orders it by: past its
+    ``expires_at``; then, per type under a retention, last written before the oldest kept."""
+    now = now or timezone.now()
+    clauses = [(Q(**{f"{prefix}expires_at__lte": now}), "expires_at")]
+    for type_, oldest in _retained(_retention(config), now):
+        clauses.append((Q(**{f"{prefix}type": type_, f"{prefix}updated_at__lte": oldest}), "updated_at"))
+    return clauses
+
+
 def expired_q(config=None, *, now: datetime | None = None, prefix: str = "") -> Q:
     """Rows expired at ``now`` (deleted or not): past their ``expires_at`` or their type's retention."""
-    now = now or timezone.now()
-    expired = Q(**{f"{prefix}expires_at__lte": now})
-    for type_, oldest in _retained(_retention(config), now):
-        expired |= Q(**{f"{prefix}type": type_, f"{prefix}updated_at__lte": oldest})
+    expired = Q()
+    for clause, _ in expiry_clauses(config, now=now, prefix=prefix):
+        expired |= clause
     return expired
 
 

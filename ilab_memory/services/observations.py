@@ -339,7 +339,8 @@ def observation_delete(
     def run():
         mine = Observation.objects.using(using).for_user(user_id).filter(Reach.exactly(scope).q(), pk=pk)
         if hard:
-            deleted, _ = mine.delete()
+            # Soft-deleted rows may still be erased by id; expired ones are missing to every write.
+            deleted, _ = mine.exclude(expired_q(config)).delete()
             found = deleted > 0
         else:
             found = mine.live(config).update(deleted_at=timezone.now()) > 0
@@ -365,7 +366,7 @@ def observation_restore(
     def run():
         observation = first_or_none(
             Observation.objects.using(using).select_for_update().for_user(user_id).deleted()
-            .filter(Reach.exactly(scope).q(), pk=pk)
+            .filter(Reach.exactly(scope).q(), pk=pk).exclude(expired_q(config))
         )
         if observation is None:
             raise ObservationNotFound("No such deleted observation.")

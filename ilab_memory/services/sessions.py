@@ -133,7 +133,7 @@ def session_start(*, user_id: str, scope: str = "", config: Config | None = None
         session_id=str(session_id),
         is_new=is_new,
         sessions_context=selectors.recent_sessions(
-            user_id=user_id, reach=reach, limit=config.CONTEXT_SESSIONS, using=using
+            user_id=user_id, reach=reach, limit=config.CONTEXT_SESSIONS, config=config, using=using
         ),
         memories=selectors.context_memories(
             user_id=user_id, scope=reach, limit=config.CONTEXT_MEMORIES, config=config, using=using, now=now
@@ -174,7 +174,7 @@ def session_summary(
         session.is_auto_generated = False
         session.redacted_blocks += blocks  # cumulative, like observations: the count never goes down
         session.save(using=using, update_fields=["summary", "is_auto_generated", "redacted_blocks"])
-        return session_record(session, selectors.session_observation_count(session.pk, using=using))
+        return session_record(session, selectors.session_observation_count(session.pk, config=config, using=using))
 
     return atomic_with_retry(run, using=using)
 
@@ -199,7 +199,7 @@ def session_end(
             raise NoActiveSession("This user has no active session in this scope." if scope
                                   else "This user has no active session.")
         _close(session, ended_at=timezone.now(), summary=text, blocks=blocks, reason=ENDED, config=config, using=using)
-        return session_record(session, selectors.session_observation_count(session.pk, using=using))
+        return session_record(session, selectors.session_observation_count(session.pk, config=config, using=using))
 
     return atomic_with_retry(run, using=using)
 

@@ -39,6 +39,36 @@ def compact_search_index(connection) -> None:
             cursor.execute(f"INSERT INTO {SQLITE_TABLE} ({SQLITE_TABLE}) VALUES ('optimize')")
 
 
+def merge_search_index_step(connection, pages: int) -> bool:
+    """One step of an incremental 'optimize': merge about ``pages`` pages of the FTS5 index,
+    dropping deleted entries' words as it goes. Returns True while there is more to merge.
+
+    For a sweep that must not hold the database lock for long: each step is a short write of
+    its own, where 'optimize' rewrites the whole index at once. A negative page count merges
+    segments of every level, as 'optimize' does (FTS5's documentation: "The 'merge' command").
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [SQLITE_TABLE])
+        if not cursor.fetchone():
+            return False
+        cursor.execute("SELECT total_changes()")
+        before = cursor.fetchone()[0]
+        cursor.execute(f"INSERT INTO {SQLITE_TABLE} ({SQLITE_TABLE}, rank) VALUES ('merge', %s)", [-pages])
+        cursor.execute("SELECT total_changes()")
+        # FTS5's documentation: fewer than two changes means the merge had nothing left to do.
+        return cursor.fetchone()[0] - before >= 2
+
+
+def search_index_pages(connection) -> int:
+    """How many pages the FTS5 index has now (rows of its ``_data`` table; 0 without one)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [SQLITE_TABLE + "_data"])
+        if not cursor.fetchone():
+            return 0
+        cursor.execute(f"SELECT COUNT(*) FROM {SQLITE_TABLE}_data")
+        return cursor.fetchone()[0]
+
+
 def checkpoint_wal(using: str) -> None:
     """Rewrite the database from the write-ahead log and empty it: older versions of the erased
     pages are still in the log until a checkpoint."""
