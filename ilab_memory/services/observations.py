@@ -29,7 +29,7 @@ from ..validation import (
     normalize_topic_key,
     parse_uuid,
 )
-from ..visibility import is_expired
+from ..visibility import expired_q, is_expired
 from . import embedding
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
