@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime, timedelta
 
@@ -60,11 +61,18 @@ def live_observation_count(config=None) -> models.Subquery:
     """``(SELECT COUNT(id) FROM observation WHERE session_id = <the session> AND live)``.
 
     A plain COUNT (a ``Func``, not the ``Count`` aggregate) needs no GROUP BY and gives 0 for a
-    session without rows. Built per read: "live" depends on the time (``visibility``).
+    session without rows. Built once per retention ("live" reads the clock when a statement is
+    compiled, ``visibility.Clock``): ``annotate`` resolves a copy, and every session read of a
+    start compiles it.
     """
+    return _live_observation_count(live_q(config))
+
+
+@functools.cache
+def _live_observation_count(live: Q) -> models.Subquery:
     count = models.Func(models.F("pk"), function="COUNT", output_field=models.IntegerField())
-    live = Observation.objects.live(config).filter(session_id=models.OuterRef("pk"))
-    return models.Subquery(live.order_by().values(n=count))
+    rows = Observation.objects.filter(live, session_id=models.OuterRef("pk"))
+    return models.Subquery(rows.order_by().values(n=count))
 
 
 class Session(models.Model):

@@ -11,11 +11,12 @@ so consecutive windows neither overlap nor leave a gap.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import DateTimeField, Expression, Q
 from django.utils import timezone
 
 from .exceptions import ValidationError
@@ -62,14 +63,41 @@ def is_expired(observation, config=None, *, now: datetime | None = None) -> bool
     return period is not None and observation.updated_at <= now - period
 
 
+class Clock(Expression):
+    """``timezone.now()``, less ``ago``, read when the statement is compiled: a filter built once
+    still compares with the time of each query, by the clock every write uses (never the
+    database's, so tests that move the clock move it here too)."""
+
+    def __init__(self, ago: timedelta = timedelta(0)):
+        super().__init__(output_field=DateTimeField())
+        self.ago = ago
+
+    def as_sql(self, compiler, connection):
+        return "%s", [connection.ops.adapt_datetimefield_value(timezone.now() - self.ago)]
+
+
 def live_q(config=None, *, now: datetime | None = None, prefix: str = "") -> Q:
-    """Rows a read sees at ``now``: not deleted, not expired."""
-    now = now or timezone.now()
+    """Rows a read sees at ``now`` (None: the time of each query that uses it): not deleted, not
+    expired."""
+    retention = tuple(sorted(_retention(config).items()))
+    if now is None:
+        return _live_by_the_clock(retention, prefix)
+    return _live(retention, prefix, now=lambda ago: now - ago)
+
+
+@functools.cache
+def _live_by_the_clock(retention: tuple, prefix: str) -> Q:
+    # Built once per retention: every read filters by it, and building it cost more than its SQL.
+    return _live(retention, prefix, now=Clock)
+
+
+def _live(retention: tuple, prefix: str, *, now) -> Q:
+    """``now(ago)``: the moment ``ago`` before now, a datetime or an expression."""
     live = Q(**{f"{prefix}deleted_at__isnull": True}) & (
-        Q(**{f"{prefix}expires_at__isnull": True}) | Q(**{f"{prefix}expires_at__gt": now}))
-    for type_, oldest in _retained(_retention(config), now):
-        # NOT (type = t AND updated_at <= oldest): neither column is ever NULL.
-        live &= ~Q(**{f"{prefix}type": type_, f"{prefix}updated_at__lte": oldest})
+        Q(**{f"{prefix}expires_at__isnull": True}) | Q(**{f"{prefix}expires_at__gt": now(timedelta(0))}))
+    for type_, period in retention:
+        # NOT (type = t AND updated_at <= the oldest kept): neither column is ever NULL.
+        live &= ~Q(**{f"{prefix}type": type_, f"{prefix}updated_at__lte": now(period)})
     return live
 
 
