@@ -8,8 +8,10 @@
 
 Each question of ``longmemeval-dev.json`` (``--split val``: ``longmemeval-val.json``, to confirm
 a change chosen on dev, never to choose one) is its own user. Its haystack sessions are saved in
-date order with the clock at each session's date, then the question is searched with the clock
-at the question's date. Three granularities:
+date order with the clock at each session's date and ``happened_at`` that date, then the question
+is searched with the clock and ``now`` at the question's date (the data's dates carry no time
+zone: UTC), so a date phrase ("last Saturday", "two weeks ago") is read as the user meant it and
+favours the sessions of that period. Three granularities:
 
 * ``session``: each chat session one observation (title its first user turn, content its user
   turns as ``user: …`` lines, LongMemEval's user-turn key). recall_any@5, recall_all@5,
@@ -205,9 +207,10 @@ def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, rel
         if not relevant[user_id]:
             continue  # the answer is not in a user turn (turn level): not scored
         rankings = {}
-        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+        asked = parse_date(q["question_date"])
+        with time_machine.travel(asked, tick=False):
             for name, mem in mems.items():  # ours first: its search embeds its budget
-                results = mem.mem_search(user_id, q["question"], limit=10)
+                results = mem.mem_search(user_id, q["question"], limit=10, now=asked, time_zone="UTC")
                 rankings[name] = [r.id.replace("-", "") for r in results]
                 if name == "ours":
                     top_values.append(results[0].score.value if results else 0.0)
@@ -252,7 +255,7 @@ def run_level(level: str, questions: list[dict], *, mem, words, embedder, config
         docs[user_id], relevant[user_id] = {}, set()
         for date, title, content, key, is_answer in memories(q, level):
             with time_machine.travel(date, tick=False):
-                result = mem.mem_save(user_id, title, content, type="conversation")
+                result = mem.mem_save(user_id, title, content, type="conversation", happened_at=date)
             pk = result.observation.id.replace("-", "")
             key_of.setdefault(pk, key)
             docs[user_id][pk] = tokens(f"{title} {content}")
@@ -330,9 +333,11 @@ def nonsense(mem, words, docs: dict, questions: list[dict], level: str, *, lette
         asked += [(q, user_id, kind, query) for kind, query in mine]
     records: dict[str, list] = {"ours": [], "words": []}
     for q, user_id, kind, query in asked:
-        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+        asked = parse_date(q["question_date"])
+        with time_machine.travel(asked, tick=False):
             for name, facade in (("ours", mem), ("words", words)):
-                records[name].append(queries.outcome(kind, user_id, query, facade.mem_search(user_id, query, limit=10)))
+                results = facade.mem_search(user_id, query, limit=10, now=asked, time_zone="UTC")
+                records[name].append(queries.outcome(kind, user_id, query, results))
     summary = {name: queries.summarize(rows) for name, rows in records.items()}
     everything = summary["ours"]["all"]
     return {"asked": everything["asked"], "empty": everything["empty"], "share": everything["empty_share"],
