@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.conversations [--split dev|val] [--questions N] [--levels session,turn,whole]
     .venv/bin/python -m benchmarks.conversations --phases after-saves --levels session   # before the vectors only
     .venv/bin/python -m benchmarks.conversations --model minilm --questions 12 --json minilm.json
+    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
     .venv/bin/python -m benchmarks.conversations --compare before.json after.json
 
@@ -442,6 +443,7 @@ def main(argv=None) -> int:
     parser.add_argument("--split", default="dev", choices=("dev", "val"),
                         help="dev to tune on, val to confirm on (never choose a parameter by val)")
     parser.add_argument("--questions", type=int, help="only the first N questions (types taking turns)")
+    parser.add_argument("--types", help="comma-separated question types to keep (default: all)")
     parser.add_argument("--levels", default="session,turn,whole", help="comma-separated: " + ",".join(LEVELS))
     parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ",".join(PHASES))
     parser.add_argument("--whole-questions", type=int, default=10, help="questions at the whole-session level")
@@ -468,7 +470,9 @@ def main(argv=None) -> int:
     phases = [p for p in PHASES if p in phases]
 
     data = json.loads((Path(args.data) / f"longmemeval-{args.split}.json").read_text(encoding="utf-8"))
-    questions = round_robin(data["questions"])[: args.questions]
+    kept = set(args.types.split(",")) if args.types else None
+    questions = round_robin([q for q in data["questions"] if kept is None or q["question_type"] in kept])
+    questions = questions[: args.questions]
 
     setup_django()
     from django.db import connection
