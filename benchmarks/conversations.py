@@ -507,8 +507,9 @@ def main(argv=None) -> int:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
-        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "model": embedder.model_id, "split": args.split, "period_boost": fusion.PERIOD_BOOST,
-                                               "phases": phases, "levels": reports}, indent=1))
+        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
+                                               "period_boost": fusion.PERIOD_BOOST, "phases": phases, "levels": reports},
+                                              indent=1))
     return 0
 
 
