@@ -84,7 +84,7 @@ def replay(data: dict, *, saving: str, facades: dict, boosts: list[float], confi
 
     zones = {user: info["time_zone"] for user, info in data["users"].items()}
     language = {user: info["language"] for user, info in data["users"].items()}
-    saver = next(iter(facades.values()))
+    saver = facades.get("hybrid") or facades["words"]  # a save through a facade with no embedder queues no vector
     ids: dict[str, str] = {}
     rows = []
     chosen = fusion.PERIOD_BOOST
