@@ -1,6 +1,6 @@
 """Time in search: does a date phrase's boost bring the answer up, and does a wrong one ever hide it?
 
-    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--boosts 1.0,1.25] [--saving live,imported]
+    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--boosts 1.0,1.5,2.0] [--saving live,imported]
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.time_search --details --json time.json
 
 The set, ``benchmarks/time_dev.json``: four users (two English, two Spanish, each in their own
@@ -22,7 +22,7 @@ saving (``--saving``):
   new, and only ``happened_at`` tells them apart in time.
 
 Each question is searched once per ``--boosts`` value (``fusion.PERIOD_BOOST`` set here; 1.0 is
-search without the boost) and per mode: ``words`` (``EMBEDDER`` None) and ``hybrid`` (the
+search without the boost, always run; by default beside the library's value) and per mode: ``words`` (``EMBEDDER`` None) and ``hybrid`` (the
 default e5 model; every memory saved so far embedded before each question, through the vector
 cache). The answer's rank among 50 results gives the mean rank (a miss counts as 51), MRR,
 hit@1/5/10, per language and per reading; "pushed out" counts the questions whose answer was in
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=str(DATA), help="the dated set (default: benchmarks/time_dev.json)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ",".join(MODES))
     parser.add_argument("--saving", default=",".join(SAVINGS), help="comma-separated: " + ",".join(SAVINGS))
-    parser.add_argument("--boosts", default="1.0,1.25", help="PERIOD_BOOST values to search with (1.0: no boost)")
+    parser.add_argument("--boosts", help="PERIOD_BOOST values to search with (default: the library's; 1.0, no boost, always)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
     parser.add_argument("--details", action="store_true", help="print each question whose rank the boost changes")
     parser.add_argument("--json", help="write every question's ranks and the summary to this file")
@@ -191,7 +191,6 @@ def main(argv=None) -> int:
     savings = [saving for saving in args.saving.split(",") if saving]
     if not modes or set(modes) - set(MODES) or not savings or set(savings) - set(SAVINGS):
         parser.error(f"--modes takes {', '.join(MODES)}; --saving takes {', '.join(SAVINGS)}")
-    boosts = sorted({float(value) for value in args.boosts.split(",")} | {1.0})
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
 
     setup_django()
@@ -199,6 +198,10 @@ def main(argv=None) -> int:
 
     from ilab_memory import ILabMemory
     from ilab_memory.conf import get_config
+    from ilab_memory.services.search import fusion
+
+    chosen = [float(value) for value in args.boosts.split(",")] if args.boosts else [fusion.PERIOD_BOOST]
+    boosts = sorted(set(chosen) | {1.0})
 
     embedder = model_embedder("e5", args.vector_cache) if "hybrid" in modes else None
     old_name = connection.settings_dict["NAME"]
