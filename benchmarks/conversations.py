@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.conversations [--split dev|val] [--questions N] [--levels session,turn,whole]
     .venv/bin/python -m benchmarks.conversations --phases after-saves --levels session   # before the vectors only
     .venv/bin/python -m benchmarks.conversations --model minilm --questions 12 --json minilm.json
-    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-boost 1.0
+    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-boost 1
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
     .venv/bin/python -m benchmarks.conversations --compare before.json after.json
 
@@ -507,9 +507,9 @@ def main(argv=None) -> int:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
-        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
-                                               "period_boost": fusion.PERIOD_BOOST, "phases": phases, "levels": reports},
-                                              indent=1))
+        report = {"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
+                  "period_boost": fusion.PERIOD_BOOST, "phases": phases, "levels": reports}
+        Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Time in search: does a date phrase's boost bring the answer up, and does a wrong one ever hide it?
 
-    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--boosts 1.0,1.5,2.0] [--saving live,imported]
+    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--saving live,imported] [--boosts 1.5,2]
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.time_search --details --json time.json
 
 The set, ``benchmarks/time_dev.json``: four users (two English, two Spanish, each in their own
@@ -21,12 +21,13 @@ saving (``--saving``):
 * ``imported``: the clock at the real time, as an import of a history: every memory is equally
   new, and only ``happened_at`` tells them apart in time.
 
-Each question is searched once per ``--boosts`` value (``fusion.PERIOD_BOOST`` set here; 1.0 is
-search without the boost, always run; by default beside the library's value) and per mode: ``words`` (``EMBEDDER`` None) and ``hybrid`` (the
-default e5 model; every memory saved so far embedded before each question, through the vector
-cache). The answer's rank among 50 results gives the mean rank (a miss counts as 51), MRR,
-hit@1/5/10, per language and per reading; "pushed out" counts the questions whose answer was in
-the top 10 without the boost and is not with it.
+Each question is searched once per ``--boosts`` value (``fusion.PERIOD_BOOST`` set here; 1.0,
+search without the boost, always runs, by default beside the library's value) and per mode:
+``words`` (``EMBEDDER`` None) and ``hybrid`` (the default e5 model; every memory saved so far
+embedded before each question, through the vector cache). The answer's rank among 50 results
+gives the mean rank (a miss counts as 51), MRR, hit@1/5/10, per language and per reading;
+"pushed out" counts the questions whose answer was in the top 10 without the boost and is not
+with it.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def replay(data: dict, *, saving: str, facades: dict, boosts: list[float], confi
 
     zones = {user: info["time_zone"] for user, info in data["users"].items()}
     language = {user: info["language"] for user, info in data["users"].items()}
-    saver = facades.get("hybrid") or facades["words"]  # a save through a facade with no embedder queues no vector
+    # A save through a facade without an embedder queues no vector: save through the hybrid one.
+    saver = facades.get("hybrid") or facades["words"]
     ids: dict[str, str] = {}
     rows = []
     chosen = fusion.PERIOD_BOOST
@@ -99,14 +101,15 @@ def replay(data: dict, *, saving: str, facades: dict, boosts: list[float], confi
                 continue
             if "hybrid" in facades:
                 embed_waiting(config=config)
-            question = f"{item['user']} {item['asked_at']} {item['query']}"
+            user, question = f"{saving}-{item['user']}", f"{item['user']} {item['asked_at']} {item['query']}"
             for mode, facade in facades.items():
                 for boost in boosts:
                     fusion.PERIOD_BOOST = boost
-                    results = facade.mem_search(f"{saving}-{item['user']}", item["query"], limit=RANKED, now=moment,
+                    results = facade.mem_search(user, item["query"], limit=RANKED, now=moment,
                                                 time_zone=zones[item["user"]])
-                    rows.append({"saving": saving, "mode": mode, "boost": boost, "language": language[item["user"]],
-                                 "reading": item["reading"], "question": question, "query": item["query"], "answer": item["answer"],
+                    rows.append({"saving": saving, "mode": mode, "boost": boost, "question": question,
+                                 "language": language[item["user"]], "reading": item["reading"],
+                                 "query": item["query"], "answer": item["answer"],
                                  "rank": rank_of(results, ids[item["answer"]]), "period": period_of(results)})
     finally:
         fusion.PERIOD_BOOST = chosen
@@ -127,7 +130,8 @@ def check_readings(data: dict, rows: list[dict]) -> list[str]:
         inside = period is not None and (datetime.fromisoformat(period["start"]) <= happened[row["answer"]]
                                          < datetime.fromisoformat(period["end"]))
         if inside != (row["reading"] == "right"):
-            read = "nothing" if period is None else f"{period['phrase']!r} {period['start'][:10]}..{period['end'][:10]}"
+            read = "nothing" if period is None else (
+                f"{period['phrase']!r} {period['start'][:10]}..{period['end'][:10]}")
             problems.append(f"{row['reading']:5} {row['query']!r}: read {read}")
     return problems
 
@@ -154,9 +158,10 @@ def report(rows: list[dict], boosts: list[float]) -> dict:
     for (saving, mode, group, boost), members in cells.items():
         metrics = summarize(members)
         if 1.0 in boosts:
-            metrics["pushed_out"] = sum(by_question[(saving, mode, r["question"], 1.0)] <= 10 < r["rank"] for r in members)
-            metrics["better"] = sum(r["rank"] < by_question[(saving, mode, r["question"], 1.0)] for r in members)
-            metrics["worse"] = sum(r["rank"] > by_question[(saving, mode, r["question"], 1.0)] for r in members)
+            unboosted = [(by_question[(saving, mode, r["question"], 1.0)], r["rank"]) for r in members]
+            metrics["pushed_out"] = sum(before <= 10 < rank for before, rank in unboosted)
+            metrics["better"] = sum(rank < before for before, rank in unboosted)
+            metrics["worse"] = sum(rank > before for before, rank in unboosted)
         out[saving][mode].setdefault(group, {})[boost] = metrics
     return json.loads(json.dumps(out))
 
@@ -168,13 +173,13 @@ def print_report(summary: dict, *, engine: str) -> None:
     for saving, modes in summary.items():
         for mode, groups in modes.items():
             print(f"\n{engine}, saved {saving}, {mode}")
-            print(f"{'group':10}{'n':>4}{'boost':>7}{'mean rank':>11}{'MRR':>7}{'hit@1':>7}{'hit@5':>7}{'hit@10':>8}"
-                  f"{'better':>8}{'worse':>7}{'pushed out':>12}")
+            print(f"{'group':10}{'n':>4}{'boost':>7}{'mean rank':>11}{'MRR':>7}{'hit@1':>7}{'hit@5':>7}"
+                  f"{'hit@10':>8}{'better':>8}{'worse':>7}{'pushed out':>12}")
             for group in sorted(groups, key=GROUP_ORDER.index):
                 for boost, m in groups[group].items():
-                    print(f"{group:10}{m['n']:4d}{float(boost):7.2f}{m['mean_rank']:11.2f}{m['mrr']:7.3f}{m['hit@1']:7.3f}"
-                          f"{m['hit@5']:7.3f}{m['hit@10']:8.3f}{m.get('better', 0):8d}{m.get('worse', 0):7d}"
-                          f"{m.get('pushed_out', 0):12d}")
+                    print(f"{group:10}{m['n']:4d}{float(boost):7.2f}{m['mean_rank']:11.2f}{m['mrr']:7.3f}"
+                          f"{m['hit@1']:7.3f}{m['hit@5']:7.3f}{m['hit@10']:8.3f}"
+                          f"{m.get('better', 0):8d}{m.get('worse', 0):7d}{m.get('pushed_out', 0):12d}")
 
 
 def main(argv=None) -> int:
@@ -182,9 +187,11 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=str(DATA), help="the dated set (default: benchmarks/time_dev.json)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ",".join(MODES))
     parser.add_argument("--saving", default=",".join(SAVINGS), help="comma-separated: " + ",".join(SAVINGS))
-    parser.add_argument("--boosts", help="PERIOD_BOOST values to search with (default: the library's; 1.0, no boost, always)")
+    parser.add_argument("--boosts", help="PERIOD_BOOST values to search with, comma-separated (default: the "
+                        "library's; 1.0, no boost, always)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
-    parser.add_argument("--details", action="store_true", help="print each question whose rank the boost changes")
+    parser.add_argument("--details", action="store_true",
+                        help="print each question whose rank the boost changes")
     parser.add_argument("--json", help="write every question's ranks and the summary to this file")
     args = parser.parse_args(argv)
     modes = [mode for mode in args.modes.split(",") if mode]
@@ -221,7 +228,8 @@ def main(argv=None) -> int:
             embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     summary = report(rows, boosts)
-    print(f"engine: {connection.vendor}   memories: {len(data['memories'])}   questions: {len(data['questions'])} "
+    print(f"engine: {connection.vendor}   memories: {len(data['memories'])}   "
+          f"questions: {len(data['questions'])} "
           f"({sum(q['reading'] == 'wrong' for q in data['questions'])} with a misleading phrase)")
     for problem in check_readings(data, rows):
         print(f"  reading differs from the set's: {problem}")
@@ -231,10 +239,11 @@ def main(argv=None) -> int:
         for row in rows:
             before = ranks[(row["saving"], row["mode"], row["question"], 1.0)]
             if row["boost"] != 1.0 and row["rank"] != before:
-                print(f"  {row['saving']} {row['mode']} x{row['boost']} {row['reading']}: {before} -> {row['rank']} "
-                      f"{row['query']!r}")
+                print(f"  {row['saving']} {row['mode']} x{row['boost']} {row['reading']}: "
+                      f"{before} -> {row['rank']} {row['query']!r}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "boosts": boosts, "summary": summary,
+        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "boosts": boosts,
+                                               "summary": summary,
                                                "rows": rows}, indent=1, ensure_ascii=False))
     return 0
 

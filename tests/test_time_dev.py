@@ -17,7 +17,7 @@ from ilab_memory.services.search.periods import read_period
 
 pytestmark = pytest.mark.engine_independent
 
-SET = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "time_dev.json").read_text(encoding="utf-8"))
+SET = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "time_dev.json").read_text("utf-8"))
 ZONES = {user: info["time_zone"] for user, info in SET["users"].items()}
 HAPPENED = {m["key"]: local(m["happened_at"], ZONES[m["user"]]) for m in SET["memories"]}
 
