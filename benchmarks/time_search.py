@@ -1,6 +1,6 @@
 """Time in search: does a date phrase's boost bring the answer up, and does a wrong one ever hide it?
 
-    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--saving live,imported] [--boosts 1.5,2]
+    .venv/bin/python -m benchmarks.time_search [--modes words,hybrid] [--saving live,imported] [--boosts 1.5]
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.time_search --details --json time.json
 
 The set, ``benchmarks/time_dev.json``: four users (two English, two Spanish, each in their own
