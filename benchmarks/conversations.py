@@ -3,13 +3,16 @@
     .venv/bin/python -m benchmarks.conversations [--split dev|val] [--questions N] [--levels session,turn,whole]
     .venv/bin/python -m benchmarks.conversations --phases after-saves --levels session   # before the vectors only
     .venv/bin/python -m benchmarks.conversations --model minilm --questions 12 --json minilm.json
+    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-boost 1
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
     .venv/bin/python -m benchmarks.conversations --compare before.json after.json
 
 Each question of ``longmemeval-dev.json`` (``--split val``: ``longmemeval-val.json``, to confirm
 a change chosen on dev, never to choose one) is its own user. Its haystack sessions are saved in
-date order with the clock at each session's date, then the question is searched with the clock
-at the question's date. Three granularities:
+date order with the clock at each session's date and ``happened_at`` that date, then the question
+is searched with the clock and ``now`` at the question's date (the data's dates carry no time
+zone: UTC), so a date phrase ("last Saturday", "two weeks ago") is read as the user meant it and
+favours the sessions of that period. Three granularities:
 
 * ``session``: each chat session one observation (title its first user turn, content its user
   turns as ``user: …`` lines, LongMemEval's user-turn key). recall_any@5, recall_all@5,
@@ -205,9 +208,10 @@ def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, rel
         if not relevant[user_id]:
             continue  # the answer is not in a user turn (turn level): not scored
         rankings = {}
-        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+        asked = parse_date(q["question_date"])
+        with time_machine.travel(asked, tick=False):
             for name, mem in mems.items():  # ours first: its search embeds its budget
-                results = mem.mem_search(user_id, q["question"], limit=10)
+                results = mem.mem_search(user_id, q["question"], limit=10, now=asked, time_zone="UTC")
                 rankings[name] = [r.id.replace("-", "") for r in results]
                 if name == "ours":
                     top_values.append(results[0].score.value if results else 0.0)
@@ -252,7 +256,7 @@ def run_level(level: str, questions: list[dict], *, mem, words, embedder, config
         docs[user_id], relevant[user_id] = {}, set()
         for date, title, content, key, is_answer in memories(q, level):
             with time_machine.travel(date, tick=False):
-                result = mem.mem_save(user_id, title, content, type="conversation")
+                result = mem.mem_save(user_id, title, content, type="conversation", happened_at=date)
             pk = result.observation.id.replace("-", "")
             key_of.setdefault(pk, key)
             docs[user_id][pk] = tokens(f"{title} {content}")
@@ -330,9 +334,11 @@ def nonsense(mem, words, docs: dict, questions: list[dict], level: str, *, lette
         asked += [(q, user_id, kind, query) for kind, query in mine]
     records: dict[str, list] = {"ours": [], "words": []}
     for q, user_id, kind, query in asked:
-        with time_machine.travel(parse_date(q["question_date"]), tick=False):
+        asked = parse_date(q["question_date"])
+        with time_machine.travel(asked, tick=False):
             for name, facade in (("ours", mem), ("words", words)):
-                records[name].append(queries.outcome(kind, user_id, query, facade.mem_search(user_id, query, limit=10)))
+                results = facade.mem_search(user_id, query, limit=10, now=asked, time_zone="UTC")
+                records[name].append(queries.outcome(kind, user_id, query, results))
     summary = {name: queries.summarize(rows) for name, rows in records.items()}
     everything = summary["ours"]["all"]
     return {"asked": everything["asked"], "empty": everything["empty"], "share": everything["empty_share"],
@@ -437,6 +443,7 @@ def main(argv=None) -> int:
     parser.add_argument("--split", default="dev", choices=("dev", "val"),
                         help="dev to tune on, val to confirm on (never choose a parameter by val)")
     parser.add_argument("--questions", type=int, help="only the first N questions (types taking turns)")
+    parser.add_argument("--types", help="comma-separated question types to keep (default: all)")
     parser.add_argument("--levels", default="session,turn,whole", help="comma-separated: " + ",".join(LEVELS))
     parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ",".join(PHASES))
     parser.add_argument("--whole-questions", type=int, default=10, help="questions at the whole-session level")
@@ -447,6 +454,8 @@ def main(argv=None) -> int:
     parser.add_argument("--nonsense", type=int, default=6, help="random letter strings per user (0: none)")
     parser.add_argument("--unrelated", type=int, default=6, help="unrelated questions per user, at most (0: none)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
+    parser.add_argument("--period-boost", type=float,
+                        help="fusion.PERIOD_BOOST for this run (1.0: no boost; default: the library's)")
     parser.add_argument("--details", action="store_true", help="print each question ours misses")
     parser.add_argument("--json", help="write the report, with every question's metrics, to this file")
     parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs' --json")
@@ -463,14 +472,19 @@ def main(argv=None) -> int:
     phases = [p for p in PHASES if p in phases]
 
     data = json.loads((Path(args.data) / f"longmemeval-{args.split}.json").read_text(encoding="utf-8"))
-    questions = round_robin(data["questions"])[: args.questions]
+    kept = set(args.types.split(",")) if args.types else None
+    questions = round_robin([q for q in data["questions"] if kept is None or q["question_type"] in kept])
+    questions = questions[: args.questions]
 
     setup_django()
     from django.db import connection
 
     from ilab_memory import ILabMemory
     from ilab_memory.conf import get_config
+    from ilab_memory.services.search import fusion
 
+    if args.period_boost is not None:
+        fusion.PERIOD_BOOST = args.period_boost
     embedder = model_embedder(args.model, args.vector_cache)
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
@@ -483,7 +497,8 @@ def main(argv=None) -> int:
         words = ILabMemory(embedder=None, embedding_runner=None)
         config = get_config({key.upper(): value for key, value in overrides.items()})
         print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}   phases: {', '.join(phases)}"
-              f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms")
+              f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms"
+              f"   period boost: {fusion.PERIOD_BOOST}")
         for level in levels:
             subset = questions[: args.whole_questions] if level == "whole" else questions
             reports.append(run_level(level, subset, mem=mem, words=words, embedder=embedder, config=config,
@@ -492,8 +507,9 @@ def main(argv=None) -> int:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
-        Path(args.json).write_text(json.dumps({"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
-                                               "phases": phases, "levels": reports}, indent=1))
+        report = {"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
+                  "period_boost": fusion.PERIOD_BOOST, "phases": phases, "levels": reports}
+        Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 
 

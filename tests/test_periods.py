@@ -69,6 +69,21 @@ def test_phrases_name_their_day_week_month_or_year(query, phrase, start, end):
     assert (period.phrase, period.start, period.end) == (phrase, start, end)
 
 
+@pytest.mark.parametrize("query", [
+    "how many devices do I use in a day?",
+    "how many plants did I get in the last four months?",
+    "how much faster than my previous year's time?",
+    "we meet once a week",
+    "a week of rain",
+    "dos semanas de vacaciones",
+    "in two weeks",
+])
+def test_a_unit_without_a_word_placing_it_in_time_is_a_length_not_a_period(query):
+    # Phrases of LongMemEval's questions that dateparser reads as dates: "in a day" as tomorrow,
+    # "four months" as the month four months ago, "year" as today.
+    assert read(query) is None
+
+
 def test_a_month_alone_is_the_latest_one_not_in_the_future():
     assert read("in March").start == local(2026, 3, 1)
     in_february = datetime(2026, 2, 10, 12, tzinfo=UTC)

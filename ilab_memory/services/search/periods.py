@@ -12,7 +12,10 @@ words (``Vocabulary``):
   "ago", "hace", "yesterday", "el mes pasado"'s words, numbers), each run tried whole, then
   shorter, longest first. A query without such a word costs no parse at all.
 * **What to refuse**: a phrase needs one *anchor*, a word that names a day or longer on its own
-  terms. Abbreviations of month and weekday names are no anchors ("we" is Wednesday, "sat"
+  terms. A unit ("day", "week", "año") anchors only beside a word that places it in time ("ago",
+  "last", "this", "hace", "pasado"): alone it is a length or a frequency ("a week", "in a day",
+  "the last four months", "my previous year's time"), which dateparser would read as a date.
+  Abbreviations of month and weekday names are no anchors ("we" is Wednesday, "sat"
   Saturday, "mar" March and martes, "may" mayo's short form, "mi" miércoles): they are everyday
   words far more often than dates. Neither is a bare number below four digits ("version 2"),
   nor a word of hours, minutes and seconds ("now", "second"): a moment, not a period.
@@ -77,6 +80,8 @@ class Vocabulary:
     """dateparser's English and Spanish date words, folded, sorted by the part they play."""
 
     anchors: frozenset[str]  # a full name, a unit of a day or more, "yesterday"/"ayer"
+    units: frozenset[str]  # the anchors that are units: "day", "weeks", "mes"
+    placers: frozenset[str]  # what places a unit in time: "ago", "last", "this", "hace", "pasado"
     connectors: frozenset[str]  # may sit inside a phrase, never make one: "of", "last", "hace"
     # A full name in one language and a short form in another ("may", mayo's): an anchor only
     # after "in"/"en" or before a number ("in May", "May 3"), as "the deploy may fail" is not.
@@ -87,6 +92,11 @@ class Vocabulary:
     def is_date_word(self, word: str) -> bool:
         return (word in self.anchors or word in self.connectors or word.isdigit() or word in SPANISH_NUMBERS
                 or bool(_FULL_DATE.fullmatch(word)))
+
+    def names_a_time(self, phrase: list[str]) -> bool:
+        """Whether a phrase holding an anchor names a time rather than a length: a unit needs a placer."""
+        anchors = [word for word, anchored in zip(phrase, self.anchored(phrase)) if anchored]
+        return any(word not in self.units for word in anchors) or any(word in self.placers for word in phrase)
 
     def anchored(self, run: list[str]) -> list[bool]:
         """Which words of a run can make a phrase."""
@@ -106,6 +116,7 @@ def vocabulary() -> Vocabulary:
     from dateparser.languages.loader import LocaleDataLoader
 
     anchors, connectors, full_names, short_forms, sub_day = set(), set(), set(), set(), set()
+    units, placers = set(), set()
     prepositions, fillers = set(), set()
     for language in LANGUAGES:
         info = LocaleDataLoader().get_locale(language).info
@@ -117,6 +128,8 @@ def vocabulary() -> Vocabulary:
         for unit in _DAY_UNITS + _SUB_DAY_UNITS:
             forms = {fold(form) for form in info.get(unit, []) if len(form) > 1}
             (anchors if unit in _DAY_UNITS else sub_day).update(forms)
+            if unit in _DAY_UNITS:
+                units.update(forms)
         for key, phrases in info.get("relative-type", {}).items():
             for phrase in map(fold, phrases):
                 words = phrase.split()
@@ -124,6 +137,8 @@ def vocabulary() -> Vocabulary:
                     anchors.add(phrase)  # "yesterday", "hoy", "anteayer"
                 else:
                     connectors.update(words)  # "last", "el", "pasado", "now"
+                    placers.update(words)
+        placers.update(word for form in info.get("ago", []) for word in fold(form).split())
         for key in ("skip", "pertain", "ago", "in"):
             connectors.update(word for form in info.get(key, []) for word in fold(form).split())
         fillers.update(fold(form) for form in info.get("skip", []) if " " not in form.strip())
@@ -134,6 +149,8 @@ def vocabulary() -> Vocabulary:
     anchors = (anchors | full_names) - short_forms - sub_day - AMBIGUOUS
     return Vocabulary(
         anchors=frozenset(anchors),
+        units=frozenset(units),
+        placers=frozenset(placers - units - sub_day),
         connectors=frozenset(connectors | short_forms | sub_day | AMBIGUOUS),
         contextual=frozenset(full_names & short_forms),
         prepositions=frozenset(prepositions),
@@ -169,7 +186,7 @@ def read_period(query: str, *, now: datetime, time_zone: tzinfo) -> Period | Non
     for run in _runs(found, words):
         anchored = words.anchored([word for _, word in run])
         for first, last in _spans(len(run)):
-            if not any(anchored[first:last]):
+            if not any(anchored[first:last]) or not words.names_a_time([word for _, word in run[first:last]]):
                 continue
             if parses == MAX_PARSES:
                 return None
