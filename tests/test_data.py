@@ -357,26 +357,28 @@ def test_forgotten_user_is_in_no_byte_of_the_sqlite_file_or_its_wal(tmem):
     assert not tmem.mem_search(alice, alice_marker)
 
 
+def postgresql_dump() -> str:
+    """Every row of every table of the PostgreSQL test database, as text."""
+    rows = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables"
+            " WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+        )
+        for (table,) in cursor.fetchall():
+            cursor.execute(f"SELECT CAST(t AS text) FROM {table} AS t")
+            rows.extend(row[0] for row in cursor.fetchall())
+    return "\n".join(rows)
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="dumps PostgreSQL tables")
 def test_forgotten_user_is_in_no_row_of_any_postgresql_table(tmem):
     alice, alice_marker, bob, bob_marker = two_histories(tmem)
 
-    def dump() -> str:
-        rows = []
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables"
-                " WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
-            )
-            for (table,) in cursor.fetchall():
-                cursor.execute(f"SELECT CAST(t AS text) FROM {table} AS t")
-                rows.extend(row[0] for row in cursor.fetchall())
-        return "\n".join(rows)
-
-    assert alice_marker in dump()  # the check can see it
+    assert alice_marker in postgresql_dump()  # the check can see it
     counts = tmem.mem_forget_user(alice)
     assert counts == {"sessions": 2, "observations": 4, "revisions": 1, "vectors": 3}
-    after = dump()
+    after = postgresql_dump()
     for trace in (alice_marker, alice_marker.lower(), alice):
         assert trace not in after
     assert bob_marker in after

@@ -5,6 +5,7 @@ database on each engine."""
 
 import os
 import secrets
+import time
 import uuid
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from ilab_memory.exceptions import ObservationNotFound, ValidationError
 from ilab_memory.models import Observation, ObservationRevision, ObservationVector
 
 from .conftest import START
+from .test_data import postgresql_dump
 
 MINUTE = timedelta(minutes=1)
 # Each kind of expiry: the save's keywords (and the instance's overrides) that make a memory
@@ -364,8 +366,6 @@ def test_an_erased_memory_is_in_no_byte_of_the_sqlite_file_or_its_wal(tmem):
         return data
 
     assert marker.lower().encode() in stored()  # the check can see it
-    import time
-
     time.sleep(1.1)  # a real second: the memory expires
     assert tmem.mem_erase_expired() == 1
     after = stored()
@@ -378,25 +378,10 @@ def test_an_erased_memory_is_in_no_row_of_any_postgresql_table(tmem):
     marker = f"Zq{secrets.token_hex(8)}"
     tmem.mem_save("alice", f"Hotel {marker}", f"Booked {marker} by the river.", ttl=1)
     tmem.mem_search("alice", marker)
-
-    def dump() -> str:
-        rows = []
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables"
-                " WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
-            )
-            for (table,) in cursor.fetchall():
-                cursor.execute(f"SELECT CAST(t AS text) FROM {table} AS t")
-                rows.extend(row[0] for row in cursor.fetchall())
-        return "\n".join(rows)
-
-    assert marker.lower() in dump()
-    import time
-
+    assert marker.lower() in postgresql_dump()  # the check can see it
     time.sleep(1.1)
     assert tmem.mem_erase_expired() == 1
-    assert marker.lower() not in dump().lower()
+    assert marker.lower() not in postgresql_dump().lower()
 
 
 # -- the setting ----------------------------------------------------------------------------

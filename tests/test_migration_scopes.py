@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ilab_memory import ILabMemory
 from ilab_memory.models import Observation, ObservationVector, Session
+from ilab_memory.services.search.index import repair_after_migrate
 
 BEFORE = [("ilab_memory", "0009_pgvector")]
 SCOPES = [("ilab_memory", "0010_scopes")]
@@ -42,14 +43,15 @@ def previous_version_data(transactional_db):
     )
     OldVector.objects.create(observation_id=topic.pk, user_id="alice", queued_at=now)
     yield {"session": active.pk, "observation": topic.pk}
-    # Leave the database as the other tests expect it: every migration applied.
-    executor = MigrationExecutor(connection)
-    migrate(executor.loader.graph.leaf_nodes("ilab_memory"))
+    latest()  # leave the database as the other tests expect it: every migration applied
 
 
 def latest():
-    """Every migration: the live code below reads the current schema."""
+    """Every migration, then what ``migrate`` does after them (``post_migrate``): the live code
+    reads the current schema, and on SQLite a table a migration rebuilt lost its search
+    triggers, which the repair puts back with the index."""
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("ilab_memory"))
+    repair_after_migrate()
 
 
 def test_previous_rows_land_in_the_shared_space_and_keep_their_meaning(previous_version_data):

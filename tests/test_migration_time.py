@@ -5,29 +5,13 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from ilab_memory import ILabMemory
 from ilab_memory.models import Observation, ObservationRevision
-from ilab_memory.services.search.index import repair_after_migrate
+from tests.test_migration_scopes import latest, migrate
 
 BEFORE = [("ilab_memory", "0011_embedder_calibration")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def latest():
-    """Every migration, then what ``migrate`` does after them (``post_migrate``): on SQLite the
-    table 0012 rebuilt lost its search triggers, which the repair puts back with the index."""
-    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("ilab_memory"))
-    repair_after_migrate()
 
 
 @pytest.fixture

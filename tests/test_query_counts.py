@@ -87,6 +87,19 @@ WORDS_ONLY = {"EMBEDDER": None}
 RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
 
 
+def searched_history(mem, settings, setting: dict, size: int, *, unrelated: bool = False):
+    """``mem`` under ``setting``, Alice's history of ``size`` and a memory about retries (and
+    with ``unrelated`` one a search for them finds by meaning only), searched once (the queue
+    embedded, the matrix loaded): what the next search costs is its own."""
+    settings.ILAB_MEMORY = setting
+    grow_history("alice", size)
+    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
+    if unrelated:
+        mem.mem_save("alice", "Deploy", "Restart the workers.")
+    mem.mem_search("alice", "retry")
+    return mem
+
+
 @pytest.mark.parametrize("size", [5, 250])
 @pytest.mark.parametrize("setting, expected", [
     # the engine's query, on SQLite too: no self-check of the index (``post_migrate`` repairs it)
@@ -97,12 +110,7 @@ RECORDING = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER"
 ])
 def test_search_query_count_is_constant(tmem, settings, size, setting, expected):
     """Committed rows (tmem): a matrix read inside a transaction is never cached."""
-    mem = tmem
-    settings.ILAB_MEMORY = setting
-    grow_history("alice", size)
-    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
-    mem.mem_save("alice", "Deploy", "Restart the workers.")
-    mem.mem_search("alice", "retry")  # embeds the queue, loads the matrix
+    mem = searched_history(tmem, settings, setting, size, unrelated=True)
     assert queries_of(lambda: mem.mem_search("alice", "retry")) == expected
     assert queries_of(lambda: mem.mem_search("alice", "retry backoff nothingmatches")) == expected
 
@@ -120,11 +128,7 @@ def test_a_search_asks_nothing_of_the_schema(tmem, settings):
 
 @pytest.mark.parametrize("setting", [WORDS_ONLY, RECORDING])
 def test_search_query_count_does_not_grow_with_history(tmem, settings, setting):
-    mem = tmem
-    settings.ILAB_MEMORY = setting
-    grow_history("alice", 5)
-    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
-    mem.mem_search("alice", "retry")
+    mem = searched_history(tmem, settings, setting, 5)
     small = queries_of(lambda: mem.mem_search("alice", "retry"))
     for k in range(30):
         mem.mem_save("alice", f"retry retry {k}", "Another retry note.")
@@ -150,11 +154,7 @@ def test_reads_of_a_period_cost_what_reads_without_one_cost(mem, size):
     (RECORDING, 1),  # and the period's memories, so meaning weighs each of them
 ])
 def test_a_search_of_a_period_costs_at_most_one_query_more(tmem, settings, setting, extra):
-    mem = tmem
-    settings.ILAB_MEMORY = setting
-    grow_history("alice", 40)
-    mem.mem_save("alice", "Celery retry policy", "Tasks retry with backoff.")
-    mem.mem_search("alice", "retry")
+    mem = searched_history(tmem, settings, setting, 40)
     plain = queries_of(lambda: mem.mem_search("alice", "retry"))
     assert queries_of(lambda: mem.mem_search("alice", "retry", **EVERYTHING)) == plain + extra
     # A date phrase is read in Python: no query.

@@ -33,13 +33,19 @@ def expected(code: str) -> list[str]:
     return said
 
 
-@pytest.mark.parametrize("page, heading", EXAMPLES)
-def test_the_worked_example_prints_what_its_comments_say(tmp_path, page, heading):
+def assert_prints_what_its_comments_say(page: str, heading: str, cwd: Path) -> None:
+    """Run the example under ``heading`` of docs/``page`` (with no background embedder: a
+    thread would load the model) and check each print against its comment."""
     code = example(page, heading).replace('ILabMemory.from_path("./mem.db")',
                                           'ILabMemory.from_path("./mem.db", embedding_runner=None)')
-    done = run_script(code, Path(tmp_path))
+    done = run_script(code, cwd)
     assert done.returncode == 0, done.stderr[-2000:]
     printed, said = done.stdout.splitlines(), expected(code)
     assert len(printed) == len(said), (printed, said)
     for output, comment in zip(printed, said):
         assert comment == output or comment.startswith((output + ":", output + " ")), (output, comment)
+
+
+@pytest.mark.parametrize("page, heading", EXAMPLES)
+def test_the_worked_example_prints_what_its_comments_say(tmp_path, page, heading):
+    assert_prints_what_its_comments_say(page, heading, Path(tmp_path))

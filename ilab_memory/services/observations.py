@@ -31,6 +31,7 @@ from ..validation import (
 )
 from ..visibility import expired_q, is_expired
 from . import embedding
+from .erasure import forget_admin_log_labels
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
 from .transactions import atomic_with_retry
@@ -127,6 +128,7 @@ def _topic_holder(user_id: str, scope: str, topic_key: str, *, now, config: Conf
         user_id=user_id, scope=scope, topic_key=topic_key, deleted_at__isnull=True)
     holder = first_or_none(holders.select_for_update() if lock else holders)
     if holder is not None and is_expired(holder, config, now=now):
+        forget_admin_log_labels(Observation, [holder.pk])  # as the sweep would have
         holder.delete()
         return None
     return holder
