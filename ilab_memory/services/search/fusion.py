@@ -9,11 +9,14 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             user's own collection statistics) on one absolute scale, never divided by the query's
             best match, so a weak match scores low whatever else the user has. Coverage counts on
             its own because "the memory holds what you asked" does not saturate with repeats.
-  semantic  standing / STANDING_SPAN, within [0, 1]: ``standing`` is how many standard deviations
-            the memory's cosine lies above the query's pool (its POOL_SIZE nearest memories and
-            one imagined unrelated memory). e5's raw cosines crowd into a narrow band whose place
-            moves with the query, so a memory's standing among the user's own memories is what
-            tells an answer apart.
+  semantic  the larger of its meaning and its coverage. Meaning is standing / STANDING_SPAN,
+            within [0, 1]: ``standing`` is how many standard deviations the memory's cosine lies
+            above the query's pool (its POOL_SIZE nearest memories and one imagined unrelated
+            memory). e5's raw cosines crowd into a narrow band whose place moves with the query,
+            so a memory's standing among the user's own memories is what tells an answer apart.
+            Coverage is the floor: a memory holding the query's words means at least what they
+            say, so a short query's noisy vector never sinks its exact match, and a memory whose
+            vector has not arrived is ranked by its words on the same scale.
   recency   a gentle tie-breaker (``recency_factor``)
 
 A date phrase in the query ("last week", ``periods``) multiplies the value of a memory that
@@ -25,8 +28,8 @@ is ``lexical × recency``): 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
 with evidence: a word of the query (not one of a question's function words, see
 ``query.any_terms``), or a cosine above the pool's mean (and, when no memory holds a word of
-the query, above the user's null: ``calibration``). A memory without a vector yet is valued
-by its words alone, ``lexical × recency``. docs/search.md shows how the constants were chosen and what was tried.
+the query, above the user's null: ``calibration``). A memory without a vector yet has no meaning read:
+its semantic part is its coverage alone. docs/search.md shows how the constants were chosen and what was tried.
 """
 
 from __future__ import annotations
@@ -143,12 +146,14 @@ def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: 
     words = relevance is not None and (coverage > 0 or pool is None or cosine is None)
     if pool is None:
         return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
-    if cosine is None:
-        # No vector yet (a backlog): ranked by its words alone, on the scale of words-only search,
-        # never below a worse match that happens to have a vector.
-        return Signals(relevance, all_terms, coverage, lexical, None, None, lexical, recency, lexical * recency, words, False)
-    standing = pool.standing(cosine)
-    semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
+    # The words' floor of meaning: the share of the query the memory holds. A vector can lift a
+    # memory above what its words say, never sink it below; a memory whose vector has not
+    # arrived (a backlog) stands on its words alone, on the same scale, so a memory with a
+    # vector passes it only on meaning stronger than the waiting one's words.
+    standing = None if cosine is None else pool.standing(cosine)
+    meaning = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
+    semantic = max(meaning, coverage)
     value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
     stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
-    return Signals(relevance, all_terms, coverage, lexical, cosine, standing, semantic, recency, value, words or stands_out)
+    return Signals(relevance, all_terms, coverage, lexical, cosine, standing, semantic, recency, value, words or stands_out,
+                   cosine is not None)
