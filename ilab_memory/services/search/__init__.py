@@ -41,7 +41,7 @@ from .. import embedding
 from . import fusion, semantic
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
 from .periods import Period, read_period
-from .query import STOP_WORDS, parse_query, tokens
+from .query import STOP_WORDS, parse_query, reads_as_nonwords, tokens
 from .sqlite import SQLITE_TABLE
 
 __all__ = ["SQLITE_TABLE", "STOP_WORDS", "clean_query", "observation_search", "parse_query", "tokens"]
@@ -110,7 +110,8 @@ def observation_search(
         # (one query more; words alone need none, their statement keeps to the period).
         also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
     meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=also,
-                               words_found=any(row.coverage > 0 for row in rows), config=config, using=using)
+                               words_found=any(row.coverage > 0 for row in rows), nonwords=reads_as_nonwords(parsed),
+                               config=config, using=using)
     candidates = dict(lexical)
     missing = [pk for pk in meaning.cosines if pk not in candidates]
     if missing:

@@ -31,12 +31,13 @@ class Meaning(NamedTuple):
 WORDS_ONLY = Meaning({})
 
 
-def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found: bool, config: Config,
-            using: str) -> Meaning:
+def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found: bool, nonwords: bool,
+            config: Config, using: str) -> Meaning:
     """The cosines of the nearest vectors in ``reach`` and of ``also``. A query none of whose
-    words any memory holds (``words_found`` False) needs more than standing out: non-words find
-    nothing, and a real question only memories nearer than the user's null (``calibration``).
-    An embedder that fails leaves the words to it."""
+    words any memory holds (``words_found`` False) needs more than standing out: one that reads
+    as non-words (``nonwords``, ``query.reads_as_nonwords``) finds nothing, and any other only
+    memories nearer than the user's null (``calibration``). An embedder that fails leaves the
+    words to it."""
     embedder = embedding.embedder_for(config)
     if embedder is None:
         return WORDS_ONLY
@@ -50,10 +51,11 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
         return WORDS_ONLY
     found = {"model_id": embedder.model_id, "calibration": model}
     threshold = None
-    if model is None:
-        # Not measured yet (the first moments of a new model): what unrelated looks like is not
-        # known, so a query that shares no word finds nothing by meaning.
-        threshold = None if words_found else float("inf")
+    if not words_found and (model is None or nonwords):
+        # Keyboard mash lies as near to a memory as a real question does (e5 puts non-words near
+        # everything); and before the model's calibration is measured (the first moments of a
+        # new model) what unrelated looks like is not known: nothing by meaning for either.
+        threshold = float("inf")
     elif not words_found:
         threshold = vectors.derived_from_rows(
             user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions,
