@@ -70,6 +70,32 @@ class CachedEmbedder:
                 self.save()
         return np.stack([self.vectors[k] for k in keys]) if keys else np.zeros((0, self.dimensions), "float32")
 
+    def embed_pieces(self, texts):
+        """``Embedder.embed_pieces`` through the cache: a text the inner embedder cuts in pieces
+        keeps its vector and each piece's (keyed by the piece's text)."""
+        import numpy as np
+
+        if not hasattr(self.inner, "embed_pieces"):
+            return self.embed_passages(texts), [None] * len(texts)
+        vectors, pieces = [], []
+        for text in texts:
+            piece_texts = self.inner.pieces(text)
+            if len(piece_texts) == 1:
+                vectors.append(self.embed_passages([text])[0])
+                pieces.append(None)
+                continue
+            key, piece_keys = self._key("passage", text), [self._key("piece", p) for p in piece_texts]
+            if key not in self.vectors or any(k not in self.vectors for k in piece_keys):
+                (vector,), (rows,) = self.inner.embed_pieces([text])
+                self.vectors.setdefault(key, vector)  # kept as first stored, as embed_passages does
+                self.vectors.update(zip(piece_keys, rows))
+                self.new += 1 + len(piece_keys)
+                if self.new >= 256:
+                    self.save()
+            vectors.append(self.vectors[key])
+            pieces.append(np.stack([self.vectors[k] for k in piece_keys]))
+        return (np.stack(vectors) if vectors else np.zeros((0, self.dimensions), "float32")), pieces
+
     def embed_query(self, text):
         key = self._key("query", text)
         if key not in self.vectors:

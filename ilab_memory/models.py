@@ -302,6 +302,10 @@ class ObservationVector(models.Model):
     dimensions = models.PositiveIntegerField(_("dimensions"), null=True, blank=True)
     # float32, little-endian, L2-normalized: dimensions × 4 bytes.
     vector = models.BinaryField(_("vector"), null=True, blank=True)
+    # A text the model embedded in pieces (longer than its window): each piece's vector, in the
+    # same format, one after the other; search scores the memory by its best piece. Null for a
+    # text embedded whole, and for a vector stored before pieces were kept.
+    pieces = models.BinaryField(_("pieces"), null=True, blank=True)
     generation = models.PositiveIntegerField(_("generation"), default=1)
     queued_at = models.DateTimeField(_("queued at"))
     # A worker's lease on a pending row: others skip it until then (a killed worker's lapses).

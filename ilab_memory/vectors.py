@@ -1,12 +1,17 @@
 """Stored embeddings: their byte format, and a user's nearest ones to a query vector.
 
-Vectors are float32 little-endian bytes in ``ObservationVector.vector``, on every engine. The
-lookup is exact and scoped by ``user_id`` and the reader's ``Reach`` before anything is ranked:
+Vectors are float32 little-endian bytes in ``ObservationVector.vector``, on every engine; a
+memory embedded in pieces also keeps its pieces' vectors (``ObservationVector.pieces``) and its
+cosine to a query is its best piece's: a long conversation is as near as the part of it that
+answers, not as its average. The lookup is exact and scoped by ``user_id`` and the reader's
+``Reach`` before anything is ranked:
 
 * **PostgreSQL with pgvector** (the ``embedding`` column that migration 0009 adds where the
   extension is available, see ``pgvector_ready``): the database scans the user's rows through
   the (user_id, model_id) index and orders by cosine distance. No approximate index: an ANN
   index would rank across all users and filter afterwards, which can miss a user's best rows.
+  The column holds each memory's one vector, so the nearest are found by it; the cosines of
+  those with pieces are then their best piece's (one read of their pieces).
 * **SQLite, and PostgreSQL without pgvector**: the user's vectors are read once into a numpy
   matrix kept in this process (``VECTOR_CACHE_MB`` in all, least recently used out first) and
   scored with one matrix-vector product. Each search reads the user's ``VectorStamp`` (one
@@ -96,34 +101,62 @@ def _pg_nearest_sql(in_scopes: str) -> str:
 
 
 def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: str, reach: Reach) -> dict:
+    import numpy as np
+
     literal = pgvector_literal(query)
     in_scopes, scopes = reach.sql("scope")
     with connections[using].cursor() as cursor:
         cursor.execute(_pg_nearest_sql(in_scopes), [literal, user_id, model_id, *scopes, literal, n,
                                                    literal, user_id, model_id, *scopes, list(also)])
-        return {observation_id: float(cosine) for observation_id, cosine in cursor.fetchall()}
+        found = {observation_id: float(cosine) for observation_id, cosine in cursor.fetchall()}
+    with_pieces = ObservationVector.objects.using(using).filter(
+        observation_id__in=found, model_id=model_id, pieces__isnull=False).values_list("observation_id", "pieces")
+    query = np.asarray(query, dtype=np.float32)
+    for observation_id, blob in with_pieces:
+        found[observation_id] = float((np.frombuffer(bytes(blob), dtype="<f4").reshape(-1, len(query)) @ query).max())
+    return found
 
 
 # -- numpy ------------------------------------------------------------------------------------
 
 
 class _Matrix:
-    __slots__ = ("derived", "distinct_scopes", "generations", "index", "observation_ids", "rows", "scopes", "stamp")
+    """A user's vectors: one row per memory, or one per piece of a memory embedded in pieces,
+    each memory's rows together in the order of ``observation_ids``."""
 
-    def __init__(self, stamp, observation_ids, generations, scopes, rows):
+    __slots__ = ("counts", "derived", "distinct_scopes", "generations", "index", "observation_ids", "rows", "scopes",
+                 "starts", "stamp")
+
+    def __init__(self, stamp, observation_ids, generations, scopes, rows, counts):
+        import numpy as np
+
         self.stamp = stamp
         self.observation_ids = observation_ids
         self.generations = generations
-        self.scopes = scopes  # each row's scope, as a numpy array of str
+        self.scopes = scopes  # each memory's scope, as a numpy array of str
         self.distinct_scopes = frozenset(scopes.tolist())
         self.rows = rows
+        # Each memory's number of rows and where they start; None when every memory has one.
+        self.counts = None if len(rows) == len(observation_ids) else counts
+        self.starts = None if self.counts is None else np.cumsum(counts) - counts
         self.index = {pk: i for i, pk in enumerate(observation_ids)}
         self.derived = {}  # what callers compute from these rows (a search's null), kept with them
 
+    def cosines(self, query):
+        """Each memory's cosine to ``query``: its best row's."""
+        import numpy as np
+
+        scores = self.rows @ query
+        return scores if self.starts is None else np.maximum.reduceat(scores, self.starts)
+
     def rows_in(self, reach: Reach):
-        """The rows in ``reach``."""
+        """The rows of the memories in ``reach``."""
+        import numpy as np
+
         in_reach = reach.mask(self.scopes, self.distinct_scopes)
-        return self.rows if in_reach is None else self.rows[in_reach]
+        if in_reach is None:
+            return self.rows
+        return self.rows[in_reach if self.counts is None else np.repeat(in_reach, self.counts)]
 
 
 class MatrixCache:
@@ -170,15 +203,18 @@ def _load(user_id: str, model_id: str, dimensions: int, stamp, *, using: str) ->
     import numpy as np
 
     ids, generations, scopes, blobs = [], [], [], []
-    rows = _user_vectors(user_id, model_id, using).values_list("observation_id", "generation", "scope", "vector")
-    for observation_id, generation, scope, blob in rows.iterator(chunk_size=2000):
+    rows = _user_vectors(user_id, model_id, using).values_list("observation_id", "generation", "scope", "vector",
+                                                               "pieces")
+    for observation_id, generation, scope, vector, pieces in rows.iterator(chunk_size=2000):
         ids.append(observation_id)
         generations.append(generation)
         scopes.append(scope)
-        blobs.append(bytes(blob))
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dimensions) if ids else (
+        blobs.append(bytes(vector if pieces is None else pieces))
+    row_bytes = 4 * dimensions
+    counts = np.array([len(blob) // row_bytes for blob in blobs], dtype=np.intp)
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dimensions) if ids else (
         np.zeros((0, dimensions), dtype=np.float32))
-    return _Matrix(stamp, ids, generations, np.array(scopes, dtype=object), matrix)
+    return _Matrix(stamp, ids, generations, np.array(scopes, dtype=object), matrix, counts)
 
 
 def _nearest(entry: _Matrix, reach: Reach, query, n: int, also) -> dict:
@@ -187,7 +223,7 @@ def _nearest(entry: _Matrix, reach: Reach, query, n: int, also) -> dict:
 
     if not entry.observation_ids:
         return {}
-    cosines = entry.rows @ np.asarray(query, dtype=np.float32)
+    cosines = entry.cosines(np.asarray(query, dtype=np.float32))
     in_reach = reach.mask(entry.scopes, entry.distinct_scopes)
     if in_reach is not None:
         # Rows outside the reader's scopes can never be found: below every cosine.

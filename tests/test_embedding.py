@@ -111,7 +111,7 @@ def test_a_slow_worker_never_stores_the_vector_of_an_older_text(mem, clock):
     claimed = embedding._claim(RecordingEmbedder.model_id, user_id="alice", size=10, newest_first=False, lease_seconds=300, using="default")
     mem.mem_save("alice", "Deploy", "Canary.", topic_key="deploy")  # meanwhile the text changes
     vectors = RecordingEmbedder().embed_passages(["Deploy\nBlue-green."])
-    assert embedding._store(claimed, vectors, embedder=RecordingEmbedder(), using="default") == 0
+    assert embedding._store(claimed, vectors, [None] * len(claimed), embedder=RecordingEmbedder(), using="default") == 0
     assert vector_of(saved.id).model_id is None  # still queued, for the new text
 
 

@@ -109,3 +109,45 @@ def test_memories_no_nearer_than_average_are_not_results(mem, alice):
     results = mem.mem_search("alice", "cat allergy")
     assert 0 < len(results) < len(MEMORIES)
     assert results[0].title == "Allergic to cats"
+
+
+# A conversation far longer than e5's window, whose one line about the boiler is buried in talk
+# about a garden: its average says "garden", its best piece says "boiler".
+GARDEN = "\n".join(
+    f"user: The {plant} in the {bed} bed needs {care} this week, and the soil there is {soil}."
+    for plant in ("tomatoes", "roses", "beans", "lettuce", "basil", "peppers", "onions", "squash")
+    for bed, care, soil in (("north", "water", "dry"), ("south", "compost", "sandy"), ("east", "shade", "clay"))
+)
+LONG_TALK = GARDEN + "\nuser: Also the boiler pressure dropped to 0.5 bar; the plumber comes on Monday.\n" + GARDEN
+
+
+def test_a_long_memory_is_as_near_as_its_best_piece(mem, alice):
+    import numpy as np
+
+    from ilab_memory.embeddings import configured_embedder
+
+    saved = mem.mem_save("alice", "Garden chat", LONG_TALK, type="conversation").observation
+    query = "when is the plumber coming to fix the heating"
+    result = next(r for r in mem.mem_search("alice", query) if r.id == saved.id)
+    row = ObservationVector.objects.get(observation_id=saved.id)
+    dimensions = row.dimensions
+    pieces = np.frombuffer(bytes(row.pieces), dtype="<f4").reshape(-1, dimensions)
+    whole = np.frombuffer(bytes(row.vector), dtype="<f4")
+    assert len(pieces) > 2 and np.allclose(np.linalg.norm(pieces, axis=1), 1, atol=1e-5)
+    vector = configured_embedder("default").embed_query(query)
+    best = float((pieces @ vector).max())
+    assert result.score.breakdown["cosine"] == pytest.approx(best, abs=1e-5)
+    assert best > float(whole @ vector)  # its average lies farther than its best piece
+    assert result.title == "Garden chat" and mem.mem_search("alice", query)[0].id == saved.id
+
+
+def test_a_memory_that_fits_keeps_no_pieces_and_a_new_text_drops_them(mem, alice):
+    rows = ObservationVector.objects.filter(user_id="alice")
+    assert rows.count() == len(MEMORIES) and not rows.filter(pieces__isnull=False).exists()
+    saved = mem.mem_save("alice", "Garden chat", LONG_TALK, type="conversation").observation
+    mem.mem_search("alice", "boiler")
+    assert ObservationVector.objects.get(observation_id=saved.id).pieces is not None
+    with override_settings(ILAB_MEMORY={"SEARCH_EMBED_BUDGET": 0, "EMBEDDER": "default"}):
+        mem.mem_update("alice", saved.id, content="Boiler fixed.")
+        row = ObservationVector.objects.get(observation_id=saved.id)
+    assert row.pieces is None and row.vector is None and row.model_id is None

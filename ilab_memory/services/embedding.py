@@ -28,6 +28,7 @@ from django.utils.module_loading import import_string
 from .. import vectors
 from ..conf import Config, get_config
 from ..embeddings import EmbeddingError, configured_embedder
+from ..embeddings.base import passage_vectors
 from ..models import Observation, ObservationVector, VectorStamp
 
 logger = logging.getLogger("ilab_memory.embedding")
@@ -64,7 +65,7 @@ def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
     row = ObservationVector.objects.using(using).filter(observation_id=observation.id)
     if embedder_for(config) is None:
         row.delete()
-    elif row.update(model_id=None, dimensions=None, vector=None, generation=F("generation") + 1, queued_at=now,
+    elif row.update(model_id=None, dimensions=None, vector=None, pieces=None, generation=F("generation") + 1, queued_at=now,
                         claimed_until=None, embedded_at=None):
         _after_commit(config=config, using=using)
     else:
@@ -155,11 +156,11 @@ def embed_batch(*, config: Config, using: str, user_id: str | None = None, size:
         return None
     texts = [passage_text(row.observation.type, row.observation.title, row.observation.content) for row in claimed]
     try:
-        matrix = embedder.embed_passages(texts)
+        matrix, pieces = passage_vectors(embedder, texts)
     except Exception:
         _release(claimed, using=using)
         raise
-    return _store(claimed, matrix, embedder=embedder, using=using)
+    return _store(claimed, matrix, pieces, embedder=embedder, using=using)
 
 
 def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
@@ -250,15 +251,16 @@ def _release(rows, *, using: str) -> None:
     ObservationVector.objects.using(using).filter(pk__in=[r.pk for r in rows]).update(claimed_until=None)
 
 
-def _store(rows, matrix, *, embedder, using: str) -> int:
+def _store(rows, matrix, pieces, *, embedder, using: str) -> int:
     now = timezone.now()
     pgvector = vectors.pgvector_ready(using)
     stored = 0
     users: set[str] = set()
     with transaction.atomic(using=using):
-        for row, vector in zip(rows, matrix):
+        for row, vector, its_pieces in zip(rows, matrix, pieces):
             done = ObservationVector.objects.using(using).filter(pk=row.pk, generation=row.generation).update(
                 model_id=embedder.model_id, dimensions=embedder.dimensions, vector=vectors.pack(vector),
+                pieces=None if its_pieces is None else vectors.pack(its_pieces),
                 embedded_at=now, claimed_until=None,
             )
             if done and pgvector:
