@@ -125,7 +125,7 @@ class _Matrix:
     each memory's rows together in the order of ``observation_ids``."""
 
     __slots__ = ("counts", "derived", "distinct_scopes", "generations", "index", "observation_ids", "rows", "scopes",
-                 "starts", "stamp")
+                 "stamp", "starts")
 
     def __init__(self, stamp, observation_ids, generations, scopes, rows, counts):
         import numpy as np
