@@ -6,7 +6,8 @@ texts are passed to it bare.
 
 A passage longer than e5's window (512 tokens) is embedded in pieces cut at
 lines and sentences (:mod:`.pieces`), and its one vector is the mean of theirs
-weighted by their tokens; a passage that fits is embedded in one pass, as before.
+weighted by their tokens; ``embed_pieces`` also returns the pieces' own vectors,
+which search scores the memory by. A passage that fits is embedded in one pass.
 """
 
 from __future__ import annotations
