@@ -66,6 +66,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.bm25 import bm25_ranking
 from benchmarks.embedders import CachedEmbedder, model_embedder  # noqa: F401 (CachedEmbedder: re-exported)
 from benchmarks.search_quality import setup_django
 
@@ -73,7 +74,6 @@ EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 DEFAULT_CACHE = Path(__file__).resolve().parent / ".vector-cache"
 LEVELS = ("session", "turn", "whole")
 TITLE_CHARS = 120
-K1, B = 1.5, 0.75
 
 PHASES = ("after-saves", "embedded")
 SYSTEM_ORDER = ("ours", "bm25", "dense", "words")
@@ -131,30 +131,6 @@ def memories(question: dict, level: str):
 
 
 # -- rankers beside ours ------------------------------------------------------------------------
-
-
-def bm25_ranking(docs: dict[str, list[str]], query: list[str], k: int = 10) -> list[str]:
-    """Plain Okapi BM25 over ``docs`` ({id: tokens}), any query word."""
-    n = len(docs)
-    average = sum(map(len, docs.values())) / max(n, 1)
-    frequency: dict[str, int] = defaultdict(int)
-    for words in docs.values():
-        for word in set(words):
-            frequency[word] += 1
-    scores = {}
-    for doc_id, words in docs.items():
-        counts: dict[str, int] = defaultdict(int)
-        for word in words:
-            counts[word] += 1
-        score = 0.0
-        for word in set(query):
-            tf = counts.get(word, 0)
-            if tf:
-                idf = math.log(1 + (n - frequency[word] + 0.5) / (frequency[word] + 0.5))
-                score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(words) / average))
-        if score > 0:
-            scores[doc_id] = score
-    return sorted(scores, key=scores.get, reverse=True)[:k]
 
 
 def dense_ranking(embedder, user_id: str, query: str, k: int = 10) -> list[str]:

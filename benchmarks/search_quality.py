@@ -1,4 +1,4 @@
-"""Search relevance on graded query sets: hybrid mem_search, its lexical half, and a baseline.
+"""Search relevance on graded query sets: hybrid mem_search, its lexical half, BM25 and a baseline.
 
     .venv/bin/python -m benchmarks.search_quality [SET.json ...] [--details] [--json out.json]
     .venv/bin/python -m benchmarks.search_quality --phases after-saves        # only right after the saves
@@ -25,9 +25,10 @@ order):
 
 Each phase prints nDCG@10 (gains = the grades), recall@10 of grade-2 items and MRR of the first
 grade-2 item, overall and per tag (the ``[tag]`` that starts a query's note), for ``hybrid``
-(words and meaning), ``lexical`` (EMBEDDER None, the same library by words alone) and
-``baseline`` (engram's search: every word quoted and required, equal field weights, no
-fallback; its ranking does not depend on vectors, so it runs in the embedded phase only).
+(words and meaning), ``lexical`` (EMBEDDER None, the same library by words alone), ``bm25``
+(plain Okapi BM25 over each user's memories, benchmarks/bm25.py) and ``baseline`` (engram's
+search: every word quoted and required, equal field weights, no fallback). The last two do not
+depend on vectors, so they run in the embedded phase only.
 Errors and rows of another user are counted too; both must be 0. Under each table, the
 difference of hybrid's nDCG@10 with each other search's, question by question: the mean with a
 95 % paired bootstrap interval (10,000 resamples, seeded) and a sign test (benchmarks/stats.py).
@@ -302,6 +303,17 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
     def baseline(user_id, query):
         return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
 
+    from benchmarks.bm25 import bm25_ranking
+    from ilab_memory.services.search import tokens
+
+    documents: dict[str, dict[str, list[str]]] = {}  # per user, as BM25 sees only that user's
+    for item in data["observations"]:
+        text = f"{item['title']} {item['topic_key'] or ''} {item['content']}"
+        documents.setdefault(item["user_id"], {})[item["key"]] = tokens(text)
+
+    def bm25(user_id, query):
+        return bm25_ranking(documents[user_id], tokens(query), k=K)
+
     head = (f"{path.name}   engine: {connection.vendor}   model: {embedder.model_id}   "
             f"queries: {len(data['queries'])}   observations: {len(data['observations'])}")
     report: dict = {"meta": {"engine": connection.vendor, "model": embedder.model_id, "phases": phases,
@@ -321,8 +333,9 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
         embed_waiting(config=hybrid)
         results = {"hybrid": evaluate(data, searcher(hybrid), owner_of),
                    "lexical": evaluate(data, searcher(lexical_only), owner_of),
+                   "bm25": evaluate(data, bm25, owner_of),
                    "baseline": evaluate(data, baseline, owner_of)}
-        compared = comparisons(results, ("lexical", "baseline"))
+        compared = comparisons(results, ("lexical", "bm25", "baseline"))
         print_results(f"{head}\nevery memory embedded", results, compared)
         report.update(results)
         report["comparisons"] = compared
