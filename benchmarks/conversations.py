@@ -66,8 +66,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.bm25 import bm25_ranking
 from benchmarks.embedders import CachedEmbedder, model_embedder  # noqa: F401 (CachedEmbedder: re-exported)
+from benchmarks.rankers import bm25_ranking, dense_ranking
 from benchmarks.search_quality import setup_django
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
@@ -127,20 +127,8 @@ def memories(question: dict, level: str):
         yield date, title_of(user_turns[0]["content"]), content, session["id"], session["id"] in answers
 
 
-# CachedEmbedder lives in benchmarks.embedders; imported here for the callers that name it from here.
-
-
-# -- rankers beside ours ------------------------------------------------------------------------
-
-
-def dense_ranking(embedder, user_id: str, query: str, k: int = 10) -> list[str]:
-    from ilab_memory import vectors
-
-    cosines = vectors.similarities(
-        user_id=user_id, model_id=embedder.model_id, dimensions=embedder.dimensions,
-        query=embedder.embed_query(query), n=k, using="default", max_bytes=256 * 1024 * 1024,
-    )
-    return [str(pk) for pk in sorted(cosines, key=cosines.get, reverse=True)[:k]]
+# CachedEmbedder lives in benchmarks.embedders, the rankers beside ours (BM25, dense-only) in
+# benchmarks.rankers; imported here for the callers that name them from here.
 
 
 # -- metrics -------------------------------------------------------------------------------------

@@ -26,9 +26,9 @@ order):
 Each phase prints nDCG@10 (gains = the grades), recall@10 of grade-2 items and MRR of the first
 grade-2 item, overall and per tag (the ``[tag]`` that starts a query's note), for ``hybrid``
 (words and meaning), ``lexical`` (EMBEDDER None, the same library by words alone), ``bm25``
-(plain Okapi BM25 over each user's memories, benchmarks/bm25.py) and ``baseline`` (engram's
-search: every word quoted and required, equal field weights, no fallback). The last two do not
-depend on vectors, so they run in the embedded phase only.
+(plain Okapi BM25 over each user's memories) and ``dense`` (our stored vectors alone), both
+from benchmarks/rankers.py, and ``baseline`` (engram's search: every word quoted and required,
+equal field weights, no fallback); these three run in the embedded phase only.
 Errors and rows of another user are counted too; both must be 0. Under each table, the
 difference of hybrid's nDCG@10 with each other search's, question by question: the mean with a
 95 % paired bootstrap interval (10,000 resamples, seeded) and a sign test (benchmarks/stats.py).
@@ -303,7 +303,7 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
     def baseline(user_id, query):
         return [keys[i] for i in baseline_search(user_id=user_id, query=query)]
 
-    from benchmarks.bm25 import bm25_ranking
+    from benchmarks.rankers import bm25_ranking, dense_ranking
     from ilab_memory.services.search import tokens
 
     documents: dict[str, dict[str, list[str]]] = {}  # per user, as BM25 sees only that user's
@@ -313,6 +313,9 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
 
     def bm25(user_id, query):
         return bm25_ranking(documents[user_id], tokens(query), k=K)
+
+    def dense(user_id, query):
+        return [keys[pk.replace("-", "")] for pk in dense_ranking(embedder, user_id, query, k=K)]
 
     head = (f"{path.name}   engine: {connection.vendor}   model: {embedder.model_id}   "
             f"queries: {len(data['queries'])}   observations: {len(data['observations'])}")
@@ -334,8 +337,9 @@ def run_set(path: Path, *, details: bool, embedder, phases: list[str], letters: 
         results = {"hybrid": evaluate(data, searcher(hybrid), owner_of),
                    "lexical": evaluate(data, searcher(lexical_only), owner_of),
                    "bm25": evaluate(data, bm25, owner_of),
+                   "dense": evaluate(data, dense, owner_of),
                    "baseline": evaluate(data, baseline, owner_of)}
-        compared = comparisons(results, ("lexical", "bm25", "baseline"))
+        compared = comparisons(results, ("lexical", "bm25", "dense", "baseline"))
         print_results(f"{head}\nevery memory embedded", results, compared)
         report.update(results)
         report["comparisons"] = compared

@@ -1,5 +1,5 @@
-"""Plain Okapi BM25, the baseline every benchmark ranks beside ours: any query word, the
-collection's own statistics, no fields, no fallback."""
+"""The rankers the benchmarks rank beside ours: plain Okapi BM25 (any query word, the user's own
+collection statistics, no fields, no fallback) and dense-only (our stored vectors alone)."""
 
 from __future__ import annotations
 
@@ -31,3 +31,13 @@ def bm25_ranking(docs: dict[str, list[str]], query: list[str], k: int = 10) -> l
         if score > 0:
             scores[doc_id] = score
     return sorted(scores, key=scores.get, reverse=True)[:k]
+
+
+def dense_ranking(embedder, user_id: str, query: str, k: int = 10) -> list[str]:
+    from ilab_memory import vectors
+
+    cosines = vectors.similarities(
+        user_id=user_id, model_id=embedder.model_id, dimensions=embedder.dimensions,
+        query=embedder.embed_query(query), n=k, using="default", max_bytes=256 * 1024 * 1024,
+    )
+    return [str(pk) for pk in sorted(cosines, key=cosines.get, reverse=True)[:k]]
