@@ -26,6 +26,7 @@ _MEANINGS = {
     401: "Not authenticated.",
     403: "Not allowed: another user_id without the permission, or a scope other than the account's own.",
     404: "Not found, or not yours.",
+    405: "The id is the name of an action (`start`, `summary`, `end`), which takes POST only.",
     413: "Request body larger than the site allows.",
     415: "Body is not JSON.",
     429: "Throttled.",

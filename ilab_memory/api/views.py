@@ -138,7 +138,8 @@ def _content_length(request) -> int:
     retrieve=extend_schema(
         summary=_("One session"),
         parameters=[USER_ID_PARAMETER, serializers.ScopeReadQuerySerializer],
-        responses={200: serializers.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404)},
+        # A session id is never "start", "summary" or "end": those paths are the actions'.
+        responses={200: serializers.SessionRecordSerializer, **error_responses(*READ_ERRORS, 404, 405)},
     ),
 )
 class SessionViewSet(MemoryAPIMixin, GenericViewSet):

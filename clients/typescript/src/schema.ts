@@ -1697,6 +1697,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The id is the name of an action (`start`, `summary`, `end`), which takes POST only. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Throttled. */
             429: {
                 headers: {
