@@ -6,6 +6,7 @@
     .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-boost 1
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
     .venv/bin/python -m benchmarks.conversations --compare before.json after.json
+    .venv/bin/python -m benchmarks.conversations --agreement sqlite.json postgresql.json
 
 Each question of ``longmemeval-dev.json`` (``--split val``: ``longmemeval-val.json``, to confirm
 a change chosen on dev, never to choose one) is its own user. Its haystack sessions are saved in
@@ -156,10 +157,11 @@ def metrics(ranked: list[str], relevant: set[str], level: str) -> dict[str, floa
 
 
 def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, relevant: dict, key_of: dict,
-               embedder, dense: bool, details: bool) -> tuple[dict, list[float]]:
+               embedder, dense: bool, details: bool) -> tuple[dict, list[float], dict]:
     """Every scored question through each facade of ``mems`` ({name: ILabMemory}), BM25 and, if
-    ``dense``, our vectors alone: {system: {question id: {"type": ..., metric: value}}}, and
-    the value of ours' best result per question."""
+    ``dense``, our vectors alone: {system: {question id: {"type": ..., metric: value}}}, the
+    value of ours' best result per question, and each facade's top ten keys per question
+    ({system: {question id: [key, ...]}}, for ``--agreement``)."""
     import time_machine
 
     from ilab_memory.services.search import tokens
@@ -167,6 +169,7 @@ def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, rel
     per_question: dict[str, dict] = {name: {} for name in ("ours", "bm25", "dense", "words") if name in mems
                                      or name == "bm25" or (name == "dense" and dense)}
     top_values: list[float] = []
+    ranked: dict[str, dict] = {name: {} for name in mems}
     for q in questions:
         user_id = f"{level}-{q['question_id']}"
         if not relevant[user_id]:
@@ -185,10 +188,12 @@ def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, rel
         for name, ids in rankings.items():
             per_question[name][q["question_id"]] = {"type": q["question_type"]} | metrics(
                 keys_of(ids, key_of), relevant[user_id], level)
+            if name in ranked:
+                ranked[name][q["question_id"]] = keys_of(ids, key_of)
         if details and per_question["ours"][q["question_id"]]["recall_all@5"] < 1:
             print(f"  miss {q['question_id']} [{q['question_type']}] {q['question']!r}: want {sorted(relevant[user_id])} "
                   f"got {keys_of(rankings['ours'], key_of)[:5]}")
-    return per_question, top_values
+    return per_question, top_values, ranked
 
 
 def comparisons(per_question: dict) -> dict:
@@ -233,7 +238,7 @@ def run_level(level: str, questions: list[dict], *, mem, words, embedder, config
     shared = {"docs": docs, "relevant": relevant, "key_of": key_of, "embedder": embedder, "details": details}
     if "after-saves" in phases:
         clock = time.monotonic()
-        per_question, _ = search_all(level, questions, mems={"ours": mem, "words": words}, dense=False, **shared)
+        per_question, _, _ = search_all(level, questions, mems={"ours": mem, "words": words}, dense=False, **shared)
         seconds["search after the saves"] = round(time.monotonic() - clock, 1)
         report["after_saves"] = {
             "systems": {name: summarize(rows) for name, rows in per_question.items()},
@@ -246,10 +251,12 @@ def run_level(level: str, questions: list[dict], *, mem, words, embedder, config
         embedder.save()
         seconds["embed"] = round(time.monotonic() - clock, 1)
         clock = time.monotonic()
-        per_question, top_values = search_all(level, questions, mems={"ours": mem, "words": words}, dense=True, **shared)
+        per_question, top_values, ranked = search_all(level, questions, mems={"ours": mem, "words": words}, dense=True,
+                                                      **shared)
         seconds["search"] = round(time.monotonic() - clock, 1)
         report["systems"] = {name: summarize(rows) for name, rows in per_question.items()}
         report["per_question"] = per_question
+        report["rankings"] = ranked
         report["comparisons"] = comparisons(per_question)
         report["top_value_median"] = sorted(top_values)[len(top_values) // 2] if top_values else 0.0
         if letters or unrelated:
@@ -401,6 +408,25 @@ def compare(first: str, second: str, system: str = "ours") -> int:
     return 0
 
 
+def agreement(first: str, second: str) -> int:
+    """Two runs' JSON (one per engine): how often ours, and words alone, put the same first
+    result and the same top three first, per level."""
+    a, b = (json.loads(Path(p).read_text()) for p in (first, second))
+    levels_b = {report["level"]: report for report in b["levels"]}
+    for ra in a["levels"]:
+        rb = levels_b.get(ra["level"], {})
+        for system, ranked_a in ra.get("rankings", {}).items():
+            ranked_b = rb.get("rankings", {}).get(system, {})
+            both = sorted(set(ranked_a) & set(ranked_b))
+            if not both:
+                continue
+            first_same = sum(ranked_a[q][:1] == ranked_b[q][:1] for q in both)
+            top3 = sum(set(ranked_a[q][:3]) == set(ranked_b[q][:3]) for q in both)
+            print(f"{ra['level']} {system}: same first result {first_same}/{len(both)} "
+                  f"({first_same / len(both):.0%}), same top-3 {top3}/{len(both)}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(EVAL), help="folder holding longmemeval-dev.json and -val.json")
@@ -424,9 +450,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the report, with every question's metrics, to this file")
     parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs' --json")
     parser.add_argument("--system", default="ours", help="the ranker --compare compares (ours, words, bm25, dense)")
+    parser.add_argument("--agreement", nargs=2, metavar="RUN.json",
+                        help="two runs' --json (SQLite and PostgreSQL): the same first results?")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(*args.compare, system=args.system)
+    if args.agreement:
+        return agreement(*args.agreement)
     levels = [level for level in args.levels.split(",") if level]
     if set(levels) - set(LEVELS):
         parser.error(f"--levels takes {', '.join(LEVELS)}")
