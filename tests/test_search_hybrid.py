@@ -151,3 +151,22 @@ def test_a_memory_that_fits_keeps_no_pieces_and_a_new_text_drops_them(mem, alice
         mem.mem_update("alice", saved.id, content="Boiler fixed.")
         row = ObservationVector.objects.get(observation_id=saved.id)
     assert row.pieces is None and row.vector is None and row.model_id is None
+
+
+def test_the_default_backend_gives_a_long_texts_pieces_beside_its_one_vector():
+    import numpy as np
+
+    from ilab_memory.embeddings import configured_embedder
+
+    embedder = configured_embedder("default")
+    vectors, pieces = embedder.embed_pieces(["A short note.", LONG_TALK])
+    assert pieces[0] is None and pieces[1].shape[0] > 2 and pieces[1].shape[1] == embedder.dimensions
+    assert np.allclose(vectors, embedder.embed_passages(["A short note.", LONG_TALK]), atol=1e-6)
+
+
+def test_a_backend_without_pieces_scores_a_long_memory_by_its_one_vector(mem, settings):
+    settings.ILAB_MEMORY = {"EMBEDDER": "tests.embedders.RecordingEmbedder", "EMBEDDING_RUNNER": None}
+    saved = mem.mem_save("alice", "Garden chat", LONG_TALK, type="conversation").observation
+    assert [r.id for r in mem.mem_search("alice", "boiler plumber")] == [saved.id]
+    row = ObservationVector.objects.get(observation_id=saved.id)
+    assert row.model_id == "tests:bag-of-words-64" and row.vector is not None and row.pieces is None
