@@ -42,7 +42,7 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     assert [r.title for r in results][:2] == ["Zeppelin envelope inspection", "Airship museum visit"]
     first, second = results[0].score.breakdown, results[1].score.breakdown
     # Said in the breakdown: the first was ranked without its meaning, by its words alone.
-    assert first["vector"] is False and first["cosine"] is None and first["semantic"] == first["coverage"] == 1
+    assert first["vector"] is False and first["cosine"] is None and first["coverage"] == 1 and first["semantic"] == 1
     assert second["vector"] is True and second["cosine"] is not None
 
 
@@ -50,17 +50,17 @@ def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hyb
     hybrid = mem.mem_search("alice", "report office move", limit=30)
     waiting = [r for r in hybrid if r.score.breakdown["vector"] is False]
     assert len(waiting) >= 16
-    for result in waiting:  # no meaning read: the semantic part is the share of the query it holds
+    for result in waiting:  # no meaning read: the semantic part is the most its words say
         b = result.score.breakdown
-        assert b["semantic"] == b["coverage"]
-        fused = (b["weights"]["lexical"] * b["lexical"] + b["weights"]["semantic"] * b["coverage"]) * b["recency"]
+        assert b["semantic"] == max(b["lexical"], b["coverage"])
+        fused = (b["weights"]["lexical"] * b["lexical"] + b["weights"]["semantic"] * b["semantic"]) * b["recency"]
         assert result.score.value == pytest.approx(fused / sum(b["weights"].values()))
     # A memory with a vector passes a waiting one with better words only on meaning stronger than
     # the waiting one's words.
     for above, below in itertools.pairwise(hybrid):
         a, b = above.score.breakdown, below.score.breakdown
         if b["vector"] is False and a["vector"] is True and a["lexical"] < b["lexical"]:
-            assert a["semantic"] > b["coverage"]
+            assert a["semantic"] > b["semantic"]
 
 
 def test_a_vector_never_sinks_a_memory_below_its_words(mem, alice):

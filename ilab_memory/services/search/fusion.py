@@ -15,8 +15,8 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             memory). e5's raw cosines crowd into a narrow band whose place moves with the query,
             so a memory's standing among the user's own memories is what tells an answer apart.
             Coverage is the floor: a memory holding the query's words means at least what they
-            say, so a short query's noisy vector never sinks its exact match, and a memory whose
-            vector has not arrived is ranked by its words on the same scale.
+            say, so a short query's noisy vector never sinks its exact match. A memory whose
+            vector has not arrived takes its lexical part as its meaning (then the same floor).
   recency   a gentle tie-breaker (``recency_factor``)
 
 A date phrase in the query ("last week", ``periods``) multiplies the value of a memory that
@@ -29,7 +29,7 @@ full strength, in a memory far nearer in meaning than the rest. A candidate is a
 with evidence: a word of the query (not one of a question's function words, see
 ``query.any_terms``), or a cosine above the pool's mean (and, when no memory holds a word of
 the query, above the user's null: ``calibration``). A memory without a vector yet has no meaning read:
-its semantic part is its coverage alone. docs/search.md shows how the constants were chosen and what was tried.
+its semantic part is the larger of its lexical part and its coverage. docs/search.md shows how the constants were chosen and what was tried.
 """
 
 from __future__ import annotations
@@ -147,11 +147,15 @@ def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: 
     if pool is None:
         return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
     # The words' floor of meaning: the share of the query the memory holds. A vector can lift a
-    # memory above what its words say, never sink it below; a memory whose vector has not
-    # arrived (a backlog) stands on its words alone, on the same scale, so a memory with a
-    # vector passes it only on meaning stronger than the waiting one's words.
+    # memory above what its words say, never sink it below. A memory whose vector has not
+    # arrived (a backlog) has only its words: its semantic part is the most they say, its
+    # lexical part or its coverage, so a memory with a vector passes it only on meaning
+    # stronger than the waiting one's words, and never sits below the same memory with a vector.
     standing = None if cosine is None else pool.standing(cosine)
-    meaning = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
+    if cosine is None:
+        meaning = lexical
+    else:
+        meaning = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
     semantic = max(meaning, coverage)
     value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
     stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
