@@ -46,13 +46,17 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     assert second["vector"] is True and second["cosine"] is not None
 
 
-def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hybrid_scale(mem, burst):
-    hybrid = mem.mem_search("alice", "report office move", limit=30)
+def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hybrid_scale(mem, burst, settings):
+    hybrid = mem.mem_search("alice", "report office budget", limit=30)
     waiting = [r for r in hybrid if r.score.breakdown["vector"] is False]
     assert len(waiting) >= 16
-    for result in waiting:  # no meaning read: the semantic part is the most its words say
+    settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBEDDER": None}
+    words_only = {r.title: r.score.value for r in mem.mem_search("alice", "report office budget", limit=30)}
+    partial = [r for r in waiting if not r.score.breakdown["all_terms"]]
+    assert partial and [r.score.value for r in partial] == pytest.approx([words_only[r.title] for r in partial])
+    for result in waiting:  # no meaning read: valued by its words, 1 for an exact match
         b = result.score.breakdown
-        assert b["semantic"] == max(b["lexical"], b["coverage"])
+        assert b["semantic"] == (1.0 if b["all_terms"] else b["lexical"])
         fused = (b["weights"]["lexical"] * b["lexical"] + b["weights"]["semantic"] * b["semantic"]) * b["recency"]
         assert result.score.value == pytest.approx(fused / sum(b["weights"].values()))
     # A memory with a vector passes a waiting one with better words only on meaning stronger than
@@ -63,15 +67,14 @@ def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hyb
             assert a["semantic"] > b["semantic"]
 
 
-def test_a_vector_never_sinks_a_memory_below_its_words(mem, alice):
-    """The semantic part is at least the share of the query a memory holds: a short query whose
-    vector lies nearer to other memories still finds the one holding every word of it first."""
-    for query in ("pgbouncer pool", "cat allergy", "standup"):
-        for result in mem.mem_search("alice", query):
-            b = result.score.breakdown
-            assert b["semantic"] >= b["coverage"]
-            if b["coverage"] == 1:
-                assert b["semantic"] == 1
+def test_no_vector_sinks_an_exact_match(mem, alice):
+    """A memory holding every term of the query has its semantic part at 1 whatever its vector
+    says: a short query whose vector lies nearer to other memories still finds it first."""
+    for query in ("pgbouncer pool", "standup", "invoice accounting", "TLS certificate"):
+        results = mem.mem_search("alice", query)
+        exact = [r for r in results if r.score.breakdown["all_terms"]]
+        assert exact and all(r.score.breakdown["semantic"] == 1 for r in exact)
+        assert results[0].score.breakdown["all_terms"]
 
 
 # The hybrid tests' memories and a few more subjects, so a user's null has something to stand on.

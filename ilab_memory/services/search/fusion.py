@@ -9,14 +9,14 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
             user's own collection statistics) on one absolute scale, never divided by the query's
             best match, so a weak match scores low whatever else the user has. Coverage counts on
             its own because "the memory holds what you asked" does not saturate with repeats.
-  semantic  the larger of its meaning and its coverage. Meaning is standing / STANDING_SPAN,
-            within [0, 1]: ``standing`` is how many standard deviations the memory's cosine lies
-            above the query's pool (its POOL_SIZE nearest memories and one imagined unrelated
-            memory). e5's raw cosines crowd into a narrow band whose place moves with the query,
-            so a memory's standing among the user's own memories is what tells an answer apart.
-            Coverage is the floor: a memory holding the query's words means at least what they
-            say, so a short query's noisy vector never sinks its exact match. A memory whose
-            vector has not arrived takes its lexical part as its meaning (then the same floor).
+  semantic  standing / STANDING_SPAN, within [0, 1]: ``standing`` is how many standard
+            deviations the memory's cosine lies above the query's pool (its POOL_SIZE nearest
+            memories and one imagined unrelated memory). e5's raw cosines crowd into a narrow
+            band whose place moves with the query, so a memory's standing among the user's own
+            memories is what tells an answer apart. A memory holding every term of the query
+            is an exact match: its semantic part is 1 whatever its vector says, so a short
+            query's noisy vector never sinks it. A memory whose vector has not arrived has its
+            lexical part as its semantic part (1 for an exact match).
   recency   a gentle tie-breaker (``recency_factor``)
 
 A date phrase in the query ("last week", ``periods``) multiplies the value of a memory that
@@ -28,8 +28,10 @@ is ``lexical × recency``): 1 is every term of the query, at
 full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
 with evidence: a word of the query (not one of a question's function words, see
 ``query.any_terms``), or a cosine above the pool's mean (and, when no memory holds a word of
-the query, above the user's null: ``calibration``). A memory without a vector yet has no meaning read:
-its semantic part is the larger of its lexical part and its coverage. docs/search.md shows how the constants were chosen and what was tried.
+the query, above the user's null: ``calibration``). A memory without a vector yet is valued by
+its words alone: its semantic part is its lexical part, so its value is ``lexical × recency``,
+what words-only search gives it (an exact match's is 1, as with a vector). docs/search.md shows
+how the constants were chosen and what was tried.
 """
 
 from __future__ import annotations
@@ -146,17 +148,17 @@ def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: 
     words = relevance is not None and (coverage > 0 or pool is None or cosine is None)
     if pool is None:
         return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
-    # The words' floor of meaning: the share of the query the memory holds. A vector can lift a
-    # memory above what its words say, never sink it below. A memory whose vector has not
-    # arrived (a backlog) has only its words: its semantic part is the most they say, its
-    # lexical part or its coverage, so a memory with a vector passes it only on meaning
-    # stronger than the waiting one's words, and never sits below the same memory with a vector.
+    # A memory holding every term of the query is an exact match: no vector sinks it (e5's
+    # vector of "cache stampede" lies nearer to notes holding one of the words than to the one
+    # holding both). A memory whose vector has not arrived (a backlog) is valued by its words,
+    # so a memory with a vector passes it only on meaning stronger than the waiting one's words.
     standing = None if cosine is None else pool.standing(cosine)
     if cosine is None:
-        meaning = lexical
+        semantic = lexical
     else:
-        meaning = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
-    semantic = max(meaning, coverage)
+        semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
+    if all_terms:
+        semantic = 1.0
     value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
     stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
     return Signals(relevance, all_terms, coverage, lexical, cosine, standing, semantic, recency, value, words or stands_out,
