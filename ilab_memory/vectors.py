@@ -285,6 +285,20 @@ def derived_from_rows(*, user_id: str, reach: Reach = EVERY_SCOPE, model_id: str
     return entry.derived[key]
 
 
+def nearest_rows(*, model_id: str, dimensions: int, observation_ids, query, using: str):
+    """For each of ``observation_ids`` that has a vector of ``model_id``, its row nearest to
+    ``query``: its vector, or its best piece's (a ``(found, dimensions)`` array, in no order)."""
+    import numpy as np
+
+    query = np.asarray(query, dtype=np.float32)
+    found = []
+    stored = ObservationVector.objects.using(using).filter(observation_id__in=list(observation_ids), model_id=model_id)
+    for vector, pieces in stored.values_list("vector", "pieces"):
+        rows = np.frombuffer(bytes(vector if pieces is None else pieces), dtype="<f4").reshape(-1, dimensions)
+        found.append(rows[int(np.argmax(rows @ query))])
+    return np.stack(found) if found else np.zeros((0, dimensions), dtype=np.float32)
+
+
 def similarities(*, user_id: str, reach: Reach = EVERY_SCOPE, model_id: str, dimensions: int,
                  query: numpy.ndarray, n: int, also=(), using: str, max_bytes: int) -> dict:
     """{observation id: cosine} of the user's ``n`` nearest vectors of ``model_id`` in ``reach``,

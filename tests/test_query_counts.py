@@ -105,8 +105,9 @@ def searched_history(mem, settings, setting: dict, size: int, *, unrelated: bool
     # the engine's query, on SQLite too: no self-check of the index (``post_migrate`` repairs it)
     (WORDS_ONLY, on(sqlite=1, postgresql=1)),
     # and: the user's queue (empty), the user's vector stamp (the matrix is cached), that the
-    # nearest rows are still stored as loaded, the rows of candidates found by meaning only
-    (RECORDING, on(sqlite=5, postgresql=5)),
+    # nearest rows are still stored as loaded, the rows of candidates found by meaning only;
+    # then the feedback pass: its first results' vectors, the stamp, the check again
+    (RECORDING, on(sqlite=8, postgresql=8)),
 ])
 def test_search_query_count_is_constant(tmem, settings, size, setting, expected):
     """Committed rows (tmem): a matrix read inside a transaction is never cached."""

@@ -109,20 +109,38 @@ def observation_search(
         # The nearest memories may all lie outside the period: every one inside it is weighed
         # (one query more; words alone need none, their statement keeps to the period).
         also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
-    meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=also,
-                               words_found=any(row.coverage > 0 for row in rows), nonwords=reads_as_nonwords(parsed),
-                               config=config, using=using)
-    candidates = dict(lexical)
-    missing = [pk for pk in meaning.cosines if pk not in candidates]
-    if missing:
+    words_found = any(row.coverage > 0 for row in rows)
+    nearest = max(count, fusion.POOL_SIZE)
+    meaning = semantic.meaning(user_id, reach, query, n=nearest, also=also, words_found=words_found,
+                               nonwords=reads_as_nonwords(parsed), config=config, using=using)
+
+    def with_rows_of(candidates: dict, meaning: semantic.Meaning) -> dict:
+        """``candidates`` and the rows of the memories found by meaning alone."""
+        missing = [pk for pk in meaning.cosines if pk not in candidates]
+        if not missing:
+            return candidates
         found = Observation.objects.using(using).live_for_user(user_id, config).filter(
             reach.q(), window.q(), pk__in=missing)
         if type is not None:
             found = found.filter(type=type)
-        candidates.update((row.id, row) for row in with_content_head(found, preview_chars=preview_chars))
+        return {**candidates, **{row.id: row for row in with_content_head(found, preview_chars=preview_chars)}}
+
+    candidates = with_rows_of(dict(lexical), meaning)
     period = read_period(query, now=now, time_zone=time_zone)
+    feedback = words_found and meaning.vector is not None
     scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
-                   now=now, limit=limit)
+                   now=now, limit=max(limit, semantic.FEEDBACK_MEMORIES) if feedback else limit)
+    first = [row.id for signals, row in scored if signals.vector][:semantic.FEEDBACK_MEMORIES]
+    if feedback and first:
+        # A second pass, the query's vector moved toward its first results (``semantic.
+        # with_feedback``); only for a query that shares words with the user's memories, so a
+        # query about nothing they said is not pulled toward whatever came nearest.
+        meaning = semantic.with_feedback(meaning, first, user_id=user_id, reach=reach, n=nearest,
+                                         also={**also, **candidates}, config=config, using=using)
+        candidates = with_rows_of(candidates, meaning)
+        scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
+                       now=now, limit=limit)
+    scored = scored[:limit]
     read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
     return [
         observation_compact(row, preview_chars=preview_chars, score=signals.score(

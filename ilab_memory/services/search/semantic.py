@@ -19,13 +19,25 @@ logger = logging.getLogger("ilab_memory.search")
 
 class Meaning(NamedTuple):
     """A query's meaning side: {observation id: cosine}, the model id (None: words only), the
-    model's calibration, and the cosine a result with no word of the query must pass (None: no
-    more than standing out among the query's nearest, as when the query shares words)."""
+    model's calibration, the cosine a result with no word of the query must pass (None: no
+    more than standing out among the query's nearest, as when the query shares words), and the
+    query's vector."""
 
     cosines: dict
     model_id: str | None = None
     calibration: calibration.Calibration | None = None  # None: not measured yet
     threshold: float | None = None
+    vector: object = None  # numpy (dimensions,)
+
+
+# Feedback from the first results (Rocchio's, on vectors): the query's vector moves toward the
+# nearest rows of its FEEDBACK_MEMORIES best results by FEEDBACK_WEIGHT of their mean, and every
+# candidate's cosine is read again. A question's answer is often worded like the memories found
+# first and unlike the question ("how many days did I spend abroad" and the trips' sessions).
+# Chosen on LongMemEval dev among 1, 3, 5 results and weights 0.3, 0.6, 1.0; confirmed on val
+# (docs/search.md).
+FEEDBACK_MEMORIES = 3
+FEEDBACK_WEIGHT = 0.3
 
 
 WORDS_ONLY = Meaning({})
@@ -66,4 +78,25 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
         user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector,
         n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
     )
-    return Meaning(cosines, threshold=threshold, **found)
+    return Meaning(cosines, threshold=threshold, vector=vector, **found)
+
+
+def with_feedback(meaning: Meaning, first: list, *, user_id: str, reach: Reach, n: int, also, config: Config,
+                  using: str) -> Meaning:
+    """``meaning`` with the query's vector moved toward the nearest rows of ``first`` (the ids of
+    the first pass's best results that have a vector) and the cosines read again for the moved
+    vector: the nearest ``n`` and ``also``."""
+    import numpy as np
+
+    embedder = embedding.embedder_for(config)
+    rows = vectors.nearest_rows(model_id=meaning.model_id, dimensions=embedder.dimensions, observation_ids=first,
+                                query=meaning.vector, using=using)
+    if not len(rows):
+        return meaning
+    moved = meaning.vector + FEEDBACK_WEIGHT * rows.mean(axis=0)
+    moved = (moved / np.linalg.norm(moved)).astype(np.float32)
+    cosines = vectors.similarities(
+        user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=embedder.dimensions, query=moved,
+        n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
+    )
+    return meaning._replace(cosines=cosines, vector=moved)
