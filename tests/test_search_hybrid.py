@@ -124,9 +124,8 @@ LONG_TALK = GARDEN + "\nuser: Also the boiler pressure dropped to 0.5 bar; the p
 def test_a_long_memory_is_as_near_as_its_best_piece(mem, alice):
     import numpy as np
 
-    from ilab_memory.embeddings import configured_embedder
-
     from ilab_memory import vectors
+    from ilab_memory.embeddings import configured_embedder
 
     saved = mem.mem_save("alice", "Garden chat", LONG_TALK, type="conversation").observation
     query = "when is the plumber coming to fix the heating"
