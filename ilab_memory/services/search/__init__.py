@@ -11,7 +11,8 @@
   ``post_migrate``) and give each SQLite connection its terms table; the migrations hold their
   own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
-* ``semantic``: the query's cosine to the user's vectors, when an embedder is set.
+* ``semantic``: the query's cosine to the user's vectors, when an embedder is set, and the
+  feedback pass (the query's vector moved toward its first results).
 * ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
   result needs.
 
