@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ilab_memory.services.embedding import embed_waiting
+from ilab_memory.services.embedding import embed_waiting, queue_missing
 from tests.factories import ObservationFactory, SessionFactory
 
 TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT", "BEGIN", "COMMIT")
@@ -156,7 +156,12 @@ def test_reads_of_a_period_cost_what_reads_without_one_cost(mem, size):
 ])
 def test_a_search_of_a_period_costs_at_most_one_query_more(tmem, settings, setting, extra):
     mem = searched_history(tmem, settings, setting, 40)
+    queue_missing()  # the history was written without vectors: every memory gets one, so each
+    embed_waiting()  # search's first results are judged on their meaning and get the feedback pass
+    mem.mem_search("alice", "retry")
     plain = queries_of(lambda: mem.mem_search("alice", "retry"))
-    assert queries_of(lambda: mem.mem_search("alice", "retry", **EVERYTHING)) == plain + extra
+    # At most: the feedback pass reads the rows of memories its moved query finds that the first
+    # pass had not, and the period's memories are all candidates from the first pass.
+    assert queries_of(lambda: mem.mem_search("alice", "retry", **EVERYTHING)) <= plain + extra
     # A date phrase is read in Python: no query.
-    assert queries_of(lambda: mem.mem_search("alice", "retry last week")) == plain
+    assert queries_of(lambda: mem.mem_search("alice", "retry last week")) <= plain

@@ -44,6 +44,14 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     # Said in the breakdown: the first was ranked without its meaning, by its words alone.
     assert first["vector"] is False and first["cosine"] is None and first["coverage"] == 1 and first["semantic"] == 1
     assert second["vector"] is True and second["cosine"] is not None
+    # The first results wait for their vectors: no feedback, the query's own cosines.
+    import numpy as np
+
+    from ilab_memory.embeddings import configured_embedder
+
+    stored = ObservationVector.objects.get(observation_id=museum.id, model_id=E5).vector
+    own = float(np.frombuffer(bytes(stored), dtype="<f4") @ configured_embedder("default").embed_query("zeppelin envelope"))
+    assert second["cosine"] == pytest.approx(own, abs=1e-5)
 
 
 def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hybrid_scale(mem, burst, settings):

@@ -131,11 +131,14 @@ def observation_search(
     feedback = words_found and meaning.vector is not None
     scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
                    now=now, limit=max(limit, semantic.FEEDBACK_MEMORIES) if feedback else limit)
-    first = [row.id for signals, row in scored if signals.vector][:semantic.FEEDBACK_MEMORIES]
-    if feedback and first:
+    first = scored[:semantic.FEEDBACK_MEMORIES]
+    if feedback and first and all(signals.vector for signals, _ in first):
         # A second pass, the query's vector moved toward its first results (``semantic.
         # with_feedback``); only for a query that shares words with the user's memories, so a
-        # query about nothing they said is not pulled toward whatever came nearest.
+        # query about nothing they said is not pulled toward whatever came nearest, and only
+        # when its first results were all judged on their meaning too (none waits for its
+        # vector: a backlog's first pass is not one to follow).
+        first = [row.id for _, row in first]
         meaning = semantic.with_feedback(meaning, first, user_id=user_id, reach=reach, n=nearest,
                                          also={**also, **candidates}, config=config, using=using)
         candidates = with_rows_of(candidates, meaning)
