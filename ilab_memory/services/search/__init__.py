@@ -130,19 +130,19 @@ def observation_search(
     period = read_period(query, now=now, time_zone=time_zone)
     feedback = words_found and meaning.vector is not None
     scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
-                   now=now, limit=max(limit, semantic.FEEDBACK_MEMORIES) if feedback else limit)
+                   now=now, limit=None if feedback else limit)
     first = scored[:semantic.FEEDBACK_MEMORIES]
     if feedback and first and all(signals.vector for signals, _ in first):
         # A second pass, the query's vector moved toward its first results (``semantic.
         # with_feedback``); only for a query that shares words with the user's memories, so a
         # query about nothing they said is not pulled toward whatever came nearest, and only
         # when its first results were all judged on their meaning too (none waits for its
-        # vector: a backlog's first pass is not one to follow).
-        first = [row.id for _, row in first]
-        meaning = semantic.with_feedback(meaning, first, user_id=user_id, reach=reach, n=nearest,
-                                         also={**also, **candidates}, config=config, using=using)
-        candidates = with_rows_of(candidates, meaning)
-        scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
+        # vector: a backlog's first pass is not one to follow). It reorders what the query
+        # found and adds nothing the query itself did not find.
+        found = {row.id: row for _, row in scored}
+        meaning = semantic.with_feedback(meaning, [row.id for _, row in first], user_id=user_id, reach=reach,
+                                         n=nearest, also=found, config=config, using=using)
+        scored = _fuse(found, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
                        now=now, limit=limit)
     scored = scored[:limit]
     read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
@@ -162,8 +162,8 @@ def _in_window(user_id: str, reach: Reach, window: Window, *, config: Config, us
 
 
 def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning: semantic.Meaning,
-          period: Period | None, now, limit: int) -> list:
-    """The best ``limit`` of ``candidates`` with evidence, as (fusion.Signals, row), best first:
+          period: Period | None, now, limit: int | None) -> list:
+    """The best ``limit`` (None: all) of ``candidates`` with evidence, as (fusion.Signals, row), best first:
     each candidate's words (``lexical`` rows' relevance), meaning (``meaning.cosines``) and
     recency, and whether it happened in the ``period`` the query names; on equal values the
     reader's own scope first. Ages are counted at ``now``."""
@@ -185,4 +185,4 @@ def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning
             scored.append((signals, row))
     scored.sort(key=lambda item: (item[0].value, reach.is_own(item[1].scope), item[1].updated_at, str(item[1].id)),
                 reverse=True)
-    return scored[:limit]
+    return scored if limit is None else scored[:limit]
