@@ -32,8 +32,8 @@ class Meaning(NamedTuple):
 
 # Feedback from the first results (Rocchio's, on vectors): the query's vector moves toward the
 # nearest rows of its FEEDBACK_MEMORIES best results by FEEDBACK_WEIGHT of their mean, and the
-# cosines of what the query found are read again. A question's answer is often worded like the memories found
-# first and unlike the question (the sessions of a question that spans several).
+# cosines of what the query found are read again. A question's answer is often worded like the
+# memories found first and unlike the question (the sessions of a question that spans several).
 # Chosen on LongMemEval dev among 1, 3, 5 results and weights 0.3, 0.6, 1.0; confirmed on val
 # (docs/search.md).
 FEEDBACK_MEMORIES = 3
