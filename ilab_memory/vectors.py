@@ -45,6 +45,13 @@ def pack(vector) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
+def unpack(blob, dimensions: int):
+    """The rows ``pack`` wrote: a ``(rows, dimensions)`` float32 array (no rows for no bytes)."""
+    import numpy as np
+
+    return np.frombuffer(bytes(blob), dtype="<f4").reshape(-1, dimensions)
+
+
 def pgvector_literal(vector) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
@@ -113,7 +120,7 @@ def _pg_similarities(user_id: str, model_id: str, query, n: int, also, using: st
         observation_id__in=found, model_id=model_id, pieces__isnull=False).values_list("observation_id", "pieces")
     query = np.asarray(query, dtype=np.float32)
     for observation_id, blob in with_pieces:
-        found[observation_id] = float((np.frombuffer(bytes(blob), dtype="<f4").reshape(-1, len(query)) @ query).max())
+        found[observation_id] = float((unpack(blob, len(query)) @ query).max())
     return found
 
 
@@ -212,8 +219,7 @@ def _load(user_id: str, model_id: str, dimensions: int, stamp, *, using: str) ->
         blobs.append(bytes(vector if pieces is None else pieces))
     row_bytes = 4 * dimensions
     counts = np.array([len(blob) // row_bytes for blob in blobs], dtype=np.intp)
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dimensions) if ids else (
-        np.zeros((0, dimensions), dtype=np.float32))
+    matrix = unpack(b"".join(blobs), dimensions)
     return _Matrix(stamp, ids, generations, np.array(scopes, dtype=object), matrix, counts)
 
 
@@ -294,7 +300,7 @@ def nearest_rows(*, model_id: str, dimensions: int, observation_ids, query, usin
     found = []
     stored = ObservationVector.objects.using(using).filter(observation_id__in=list(observation_ids), model_id=model_id)
     for vector, pieces in stored.values_list("vector", "pieces"):
-        rows = np.frombuffer(bytes(vector if pieces is None else pieces), dtype="<f4").reshape(-1, dimensions)
+        rows = unpack(vector if pieces is None else pieces, dimensions)
         found.append(rows[int(np.argmax(rows @ query))])
     return np.stack(found) if found else np.zeros((0, dimensions), dtype=np.float32)
 

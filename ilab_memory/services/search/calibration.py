@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from django.db import IntegrityError, transaction
 
+from ... import vectors
 from ...models import EmbedderCalibration
 from .fusion import POOL_SIZE
 
@@ -114,8 +115,6 @@ def calibration_for(embedder, *, using: str = "default", measure: bool = True) -
     seconds of the model. Whoever embeds off the request path measures it before its first
     batch (``services.embedding.embed_waiting``); a search does only where nothing else embeds
     (``measure`` False otherwise: None until it is stored)."""
-    import numpy as np
-
     digest = bank_digest()
     key = (using, embedder.model_id, digest)
     found = _cache.get(key)
@@ -130,7 +129,7 @@ def calibration_for(embedder, *, using: str = "default", measure: bool = True) -
             stored = EmbedderCalibration.objects.using(using).filter(
                 model_id=embedder.model_id, bank_digest=digest).first()
             if stored is not None and stored.dimensions == embedder.dimensions:
-                queries = np.frombuffer(bytes(stored.queries), dtype="<f4").reshape(-1, stored.dimensions)
+                queries = vectors.unpack(stored.queries, stored.dimensions)
                 found = Calibration(embedder.model_id, queries, stored.questions, stored.unrelated_cosine,
                                     stored.unrelated_deviation)
             elif not measure:
@@ -178,8 +177,6 @@ def write_shipped(embedder) -> Path:
 
 
 def _store(found: Calibration, digest: str, dimensions: int, *, using: str) -> None:
-    from ... import vectors
-
     try:
         with transaction.atomic(using=using):
             EmbedderCalibration.objects.using(using).create(

@@ -88,15 +88,15 @@ def with_feedback(meaning: Meaning, first: list, *, user_id: str, reach: Reach, 
     vector: the nearest ``n`` and ``also``."""
     import numpy as np
 
-    embedder = embedding.embedder_for(config)
-    rows = vectors.nearest_rows(model_id=meaning.model_id, dimensions=embedder.dimensions, observation_ids=first,
+    dimensions = len(meaning.vector)
+    rows = vectors.nearest_rows(model_id=meaning.model_id, dimensions=dimensions, observation_ids=first,
                                 query=meaning.vector, using=using)
     if not len(rows):
         return meaning
     moved = meaning.vector + FEEDBACK_WEIGHT * rows.mean(axis=0)
     moved = (moved / np.linalg.norm(moved)).astype(np.float32)
     cosines = vectors.similarities(
-        user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=embedder.dimensions, query=moved,
+        user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=dimensions, query=moved,
         n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
     )
     return meaning._replace(cosines=cosines, vector=moved)
