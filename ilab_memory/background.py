@@ -50,7 +50,7 @@ class BackgroundEmbedder(threading.Thread):
                 stored = embedding.embed_batch(config=self.config, using=self.using)
                 if stored is not None:
                     self.stored += stored
-                elif embedding.pending_claimed_elsewhere(config=self.config, using=self.using):
+                elif embedding.waiting_exists(config=self.config, using=self.using, held=True):
                     connections[self.using].close()  # no connection held while it waits
                     self.woken.wait(LEASE_POLL_SECONDS)
                 elif self._stop_unless_woken():
@@ -75,33 +75,23 @@ class BackgroundEmbedder(threading.Thread):
             return True
 
 
-def start(*, config: Config | None = None, using: str = "default") -> BackgroundEmbedder | None:
-    """Start the thread of ``using`` in this process, or wake the running one; returns it (None
-    while the process exits)."""
+def runner(*, config: Config | None = None, using: str = "default") -> BackgroundEmbedder | None:
+    """The ``EMBEDDING_RUNNER``: start the thread of ``using`` in this process, or wake the
+    running one, when a write that queued vectors commits; returns it (None while the process
+    exits)."""
     if _exiting.is_set():
         return None
     with _lock:
         thread = _threads.get(using)
         if thread is not None:
             thread.woken.set()
-            return thread
-        thread = _threads[using] = BackgroundEmbedder(config=config or get_config(), using=using)
-    try:
-        thread.start()
-    except BaseException:  # no thread to be had: the next commit tries again
-        thread._stop_unless_woken(force=True)
-        raise
+        else:
+            # Started before it is registered: a thread that cannot start leaves no entry, and
+            # the next commit tries again. Its run() waits for this lock to deregister itself.
+            thread = BackgroundEmbedder(config=config or get_config(), using=using)
+            thread.start()
+            _threads[using] = thread
     return thread
-
-
-# The EMBEDDING_RUNNER: a write that queued vectors starts or wakes the thread when it commits.
-runner = start
-
-
-def running(using: str = "default") -> BackgroundEmbedder | None:
-    """The thread of ``using`` in this process, if one runs."""
-    with _lock:
-        return _threads.get(using)
 
 
 def _finish_at_exit() -> None:

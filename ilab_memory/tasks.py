@@ -16,7 +16,7 @@ from django.db import connections
 
 from .conf import get_config
 from .embeddings import EmbeddingError
-from .services.embedding import embed_waiting, pending_claimed_elsewhere, resume_waiting, runner_for
+from .services.embedding import embed_waiting, resume_waiting, runner_for, waiting_exists
 
 logger = logging.getLogger("ilab_memory.tasks")
 
@@ -32,7 +32,7 @@ def embed_waiting_task(self, using: str = "default") -> int:
     stored = embed_waiting(config=config, using=using, max_batches=BATCHES_PER_TASK)
     if stored and stored >= BATCHES_PER_TASK * config.EMBED_BATCH_SIZE:
         embed_waiting_task.apply_async(kwargs={"using": using})
-    elif pending_claimed_elsewhere(config=config, using=using):
+    elif waiting_exists(config=config, using=using, held=True):
         embed_waiting_task.apply_async(kwargs={"using": using}, countdown=config.EMBED_LEASE_SECONDS)
     return stored
 

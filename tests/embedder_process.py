@@ -38,9 +38,9 @@ def embed(path: str, *, delay: float, batch: int, lease: int, go: str | None, ho
         time.sleep(0.01)
     ILabMemory.from_path(path, embedder=EMBEDDER, embedding_runner="ilab_memory.background.runner",
                          embed_batch_size=batch, embed_lease_seconds=lease)
-    from ilab_memory import background
+    from tests.threads import running_thread
 
-    thread = background.running()
+    thread = running_thread()
     if hold:
         threading.Event().wait()
     if thread is not None:

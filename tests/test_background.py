@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from ilab_memory import ILabMemory, background
+from ilab_memory import ILabMemory
 from ilab_memory.embeddings import EmbeddingError
 from ilab_memory.models import ObservationVector
+from ilab_memory.services import embedding
 from tests.embedders import GatedEmbedder, RecordingEmbedder, SlowEmbedder
+from tests.threads import running_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCESS = Path(__file__).with_name("embedder_process.py")
@@ -49,7 +51,7 @@ def runs(caplog):
     caplog.set_level(logging.INFO, logger="ilab_memory.background")
 
     def wait_and_report() -> list[tuple[int, BaseException | None]]:
-        while (thread := background.running()) is not None:
+        while (thread := running_thread()) is not None:
             thread.join(TIMEOUT)
             assert not thread.is_alive(), "the background embedder did not stop"
         # A thread leaves the registry before it closes its connection and ends: join it too.
@@ -113,11 +115,14 @@ def held_ids() -> set[str]:
     return {str(pk) for pk in held.values_list("observation_id", flat=True)}
 
 
-def test_a_search_embeds_what_the_thread_does_not_hold_and_never_waits_for_it(tmem, recording, runs, settings):
+def test_a_search_embeds_what_the_thread_does_not_hold_and_returns_while_it_holds_the_rest(
+        tmem, recording, runs, settings, monkeypatch):
     """The thread's batch is in flight (its embedder waits at a gate): a search embeds its
-    budget of the user's newest rows no one holds and returns with the thread's batch still in
-    flight; the held rows are found by their words. Every row is embedded once. (More waiting
-    than its budget would be the thread's backlog: tests/test_search_backlog.py.)"""
+    budget of the user's newest rows no one holds, waits for the held ones at most
+    ``HELD_WAIT_SECONDS`` and returns with the thread's batch still in flight; the held rows are
+    found by their words. Every row is embedded once. (More waiting than its budget would be the
+    thread's backlog, never waited for: tests/test_search_backlog.py.)"""
+    monkeypatch.setattr(embedding, "HELD_WAIT_SECONDS", 0.2)  # the gate never opens: keep the wait short
     settings.ILAB_MEMORY = {**settings.ILAB_MEMORY, "EMBED_BATCH_SIZE": 2, "SEARCH_EMBED_BUDGET": 6}
     GatedEmbedder.gate.clear()
     mem = ILabMemory(embedder="tests.embedders.GatedEmbedder", embedding_runner=THREAD)

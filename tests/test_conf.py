@@ -1,4 +1,4 @@
-"""SPEC §9: one settings dict read at call time, defaults, and system checks."""
+"""Settings: one settings dict read at call time, defaults, and system checks."""
 
 import pytest
 from django.core import checks

@@ -1,4 +1,4 @@
-"""Export, import and erasure with scopes (SPEC §14): a document per scope or of every scope,
+"""Export, import and erasure with scopes: a document per scope or of every scope,
 older documents into the shared space, the per-scope rules after an import, one scope erased."""
 
 import copy

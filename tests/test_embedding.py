@@ -119,7 +119,7 @@ def test_a_claimed_batch_is_skipped_by_other_workers_until_its_lease_lapses(mem,
     mem.mem_save("alice", "One", "First.")
     assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300, using="default")
     assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300, using="default") == []
-    assert embedding.pending_claimed_elsewhere(config=embedding.get_config(), using="default")
+    assert embedding.waiting_exists(config=embedding.get_config(), using="default", held=True)
     from datetime import timedelta
 
     clock.shift(timedelta(seconds=settings.ILAB_MEMORY.get("EMBED_LEASE_SECONDS", 300) + 1))

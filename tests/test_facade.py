@@ -1,4 +1,4 @@
-"""SPEC §10: embedded mode on a SQLite file, the seed's examples, and ILabMemory() in a site."""
+"""Embedded mode on a SQLite file, the seed's examples, and ILabMemory() in a site."""
 
 import os
 import re

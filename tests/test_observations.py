@@ -1,4 +1,4 @@
-"""SPEC §3: save (create / revise / duplicate), update, get, delete, timeline, stats, limits."""
+"""Observations: save (create / revise / duplicate), update, get, delete, timeline, stats, limits."""
 
 import threading
 import time

@@ -1,4 +1,4 @@
-"""SPEC §4: the redaction function itself (pure Python, no database), then its use at the write
+"""Private blocks: the redaction function itself (pure Python, no database), then its use at the write
 boundary: counts, dedupe and topics on redacted text, clean errors."""
 
 import signal

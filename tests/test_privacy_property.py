@@ -1,4 +1,4 @@
-"""SPEC §4's proof: text inside private blocks appears nowhere after any sequence of operations.
+"""The privacy rule's proof: text inside private blocks appears nowhere after any sequence of operations.
 
 Random texts carry private blocks in every spelling of the grammar, each holding a unique
 marker; random sequences of save / update / summary / end / start / delete / time travel past

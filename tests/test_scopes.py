@@ -1,4 +1,4 @@
-"""Scopes (SPEC §14) through the facade: the rules, what each read sees, and bad values."""
+"""Scopes through the facade: the rules, what each read sees, and bad values."""
 
 from datetime import timedelta
 

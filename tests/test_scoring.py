@@ -1,4 +1,4 @@
-"""SPEC §5 / Braess #5: ContextScore, and why it cannot be compared with a SearchScore."""
+"""ContextScore, and why it cannot be compared with a SearchScore."""
 
 import dataclasses
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""mem_search's full-text half (SPEC §5 SearchScore) on the suite's engine, SQLite or PostgreSQL.
+"""mem_search's full-text half (its SearchScore) on the suite's engine, SQLite or PostgreSQL.
 
 These tests pin the lexical engine, so they run with EMBEDDER None (all but the schema-change
 class at the end, which keeps the project's embedder); tests/test_search_hybrid.py covers search

@@ -1,4 +1,4 @@
-"""mem_search by meaning and words (SPEC §12), with the real offline model (multilingual-e5-small)."""
+"""mem_search by meaning and words, with the real offline model (multilingual-e5-small)."""
 
 import pytest
 from django.test import override_settings

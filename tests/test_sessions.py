@@ -1,4 +1,4 @@
-"""SPEC §2: start, reuse, timeout, auto-close, summary, end, sweep."""
+"""Sessions: start, reuse, timeout, auto-close, summary, end, sweep."""
 
 from datetime import timedelta
 

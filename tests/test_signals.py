@@ -1,4 +1,4 @@
-"""SPEC §13: signals for integrators, sent after commit with their documented kwargs."""
+"""Signals for integrators, sent after commit with their documented kwargs."""
 
 from datetime import timedelta
 

@@ -31,3 +31,12 @@ def run_together(target, n: int) -> list:
         thread.join(timeout=300)
     assert errors == [], errors
     return results
+
+
+def running_thread(using: str = "default"):
+    """This process's background embedder of ``using``, if one runs (its registry, read under
+    its lock: a thread registered and not yet started counts)."""
+    from ilab_memory import background
+
+    with background._lock:
+        return background._threads.get(using)

@@ -15,6 +15,7 @@ reaches an embedder.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -96,12 +97,10 @@ def resume_waiting(*, config: Config, using: str = "default") -> None:
     killed left them), as a write's commit would."""
     runner = runner_for(config)
     try:
-        waiting = runner is not None and waiting_exists(config=config, using=using)
+        if runner is not None and waiting_exists(config=config, using=using):
+            runner(config=config, using=using)
     except DatabaseError as error:  # a site starting before it is migrated still starts
-        logger.warning("ilab_memory: could not look for memories waiting for a vector (%s)", error)
-        return
-    if waiting:
-        runner(config=config, using=using)
+        logger.warning("ilab_memory: could not resume the memories waiting for a vector (%s)", error)
 
 
 # -- the embedding side -----------------------------------------------------------------------
@@ -170,17 +169,16 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     few rows it holds (a save just made) are awaited up to ``HELD_WAIT_SECONDS``, so what was just
     saved is found by meaning. The rest is found by its words; a failing embedder is logged."""
     budget, limit = config.SEARCH_EMBED_BUDGET, config.SEARCH_EMBED_MILLISECONDS
-    # One read of the user's waiting rows (at most budget + 1) decides everything: none, the
-    # common case, costs this query alone.
-    leases = (list(_waiting_for(user_id, using).values_list("claimed_until", flat=True)[: budget + 1])
-              if budget and embedder_for(config) is not None else [])
-    if not leases or (config.EMBEDDING_RUNNER and len(leases) > budget):
+    waiting = _waiting_for(user_id, using)
+    # One count of at most budget + 1 rows decides: none waiting, the common case, costs it alone.
+    count = waiting[: budget + 1].count() if budget and embedder_for(config) is not None else 0
+    if not count or (config.EMBEDDING_RUNNER and count > budget):
         return 0  # nothing waits, or a backlog: the runner's
-    deadline = None if limit is None else time.monotonic() + limit / 1000
+    deadline = time.monotonic() + (math.inf if limit is None else limit / 1000)
     stored = 0
     try:
         for _ in range(budget):
-            if deadline is not None and time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 break
             done = embed_batch(user_id=user_id, size=1, newest_first=True, config=config, using=using)
             if done is None:
@@ -191,8 +189,7 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
     # Read again: the runner may have claimed a row since. Not in a transaction, whose snapshot
     # would never see the held rows stored.
     if config.EMBEDDING_RUNNER and not transaction.get_connection(using).in_atomic_block:
-        held = _waiting_for(user_id, using).filter(claimed_until__gte=timezone.now())
-        until = time.monotonic() + HELD_WAIT_SECONDS
+        held, until = waiting.filter(claimed_until__gte=timezone.now()), time.monotonic() + HELD_WAIT_SECONDS
         while time.monotonic() < until and held.exists():
             time.sleep(HELD_POLL_SECONDS)
     return stored
@@ -202,20 +199,18 @@ def embed_for_search(*, user_id: str, config: Config, using: str) -> int:
 HELD_POLL_SECONDS, HELD_WAIT_SECONDS = 0.01, 2.0
 
 
+def waiting_exists(*, config: Config, using: str, held: bool = False) -> bool:
+    """Whether rows wait for a vector of the configured model (False without an embedder); with
+    ``held``, rows under a lease (another worker's, which may have died holding them)."""
+    embedder = embedder_for(config)
+    if embedder is None:
+        return False
+    rows = _waiting(embedder.model_id, using)
+    return (rows.filter(claimed_until__isnull=False) if held else rows).exists()
+
+
 def _waiting_for(user_id: str, using: str):
     return ObservationVector.objects.using(using).filter(user_id=user_id, model_id__isnull=True)
-
-
-def waiting_exists(*, config: Config, using: str) -> bool:
-    """Whether any row waits for a vector of the configured model (False without an embedder)."""
-    embedder = embedder_for(config)
-    return embedder is not None and _waiting(embedder.model_id, using).exists()
-
-
-def pending_claimed_elsewhere(*, config: Config, using: str) -> bool:
-    """Whether rows still wait under another worker's lease (it may have died holding them)."""
-    embedder = embedder_for(config)
-    return embedder is not None and _waiting(embedder.model_id, using).filter(claimed_until__isnull=False).exists()
 
 
 def _claim(model_id: str, *, user_id: str | None, size: int, newest_first: bool, lease_seconds: int,

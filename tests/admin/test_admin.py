@@ -1,4 +1,4 @@
-"""The operator console (SPEC §8), driven through Django's test client on the real database."""
+"""The operator console, driven through Django's test client on the real database."""
 
 from datetime import timedelta
 

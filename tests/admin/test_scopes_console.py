@@ -1,4 +1,4 @@
-"""Scopes in the operator console (SPEC §8, §14): the scope column and filter of both lists, a
+"""Scopes in the operator console: the scope column and filter of both lists, a
 user's scopes on its page, export and erasure of one scope, edits of a scoped memory."""
 
 import json

@@ -1,6 +1,6 @@
 """The isolation matrix: two users and an agent backend, every endpoint, every foreign id and user_id.
 
-Rules (SPEC §7): naming another user_id without ``ilab_memory.act_for_any_user`` is 403 and
+Rules: naming another user_id without ``ilab_memory.act_for_any_user`` is 403 and
 changes nothing; another user's object is 404, exactly like an id that does not exist.
 """
 

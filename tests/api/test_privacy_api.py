@@ -1,4 +1,4 @@
-"""SPEC §4 over HTTP: error bodies never echo private text, responses hold only redacted text."""
+"""Private blocks over HTTP: error bodies never echo private text, responses hold only redacted text."""
 
 import pytest
 from django.test import override_settings

@@ -1,4 +1,4 @@
-"""Scopes over HTTP (SPEC §14): two agents of one user, a support bot and a coding assistant,
+"""Scopes over HTTP: two agents of one user, a support bot and a coding assistant,
 each in its own scope, and the user's shared space they both read.
 
 A write names its scope in the body (a delete in the query), a read in the query (one scope:

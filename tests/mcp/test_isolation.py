@@ -1,6 +1,6 @@
 """The isolation matrix over MCP: two users and an agent backend, every tool, foreign ids and user_ids.
 
-As over the API (SPEC §7, §11): naming another user_id without ``ilab_memory.act_for_any_user``
+As over the API: naming another user_id without ``ilab_memory.act_for_any_user``
 is refused with ``act_for_any_user_required`` and changes nothing; another user's observation
 answers exactly like an id that does not exist.
 """

@@ -1,4 +1,4 @@
-"""Scopes over MCP (SPEC §14): the server, never the agent, decides the scope every call acts in.
+"""Scopes over MCP: the server, never the agent, decides the scope every call acts in.
 
 stdio: ``--scope`` of the embedded server (several servers on one SQLite file) and of
 ``manage.py ilab_memory_mcp``; HTTP: an account bound by ``ACCOUNT_SCOPES``, an endpoint mounted

@@ -108,7 +108,7 @@ def api_body(api: APIClient, tool: str, arguments: dict) -> dict:
     assert response.status_code in (400, 403, 404), (tool, arguments, response.status_code)
     body = response.json()
     if "errors" in body:
-        # The API's endpoints accept a scope; no tool does (the server binds it, SPEC §14), so the
+        # The API's endpoints accept a scope; no tool does (the server binds it), so the
         # list of accepted fields differs by exactly that name.
         body["errors"] = {"query" if name == "q" else name: [m.replace(" scope,", "") for m in messages]
                           for name, messages in body["errors"].items()}

@@ -1,4 +1,4 @@
-"""Eight processes start sessions and save for one user in three scopes at once (SPEC §14).
+"""Eight processes start sessions and save for one user in three scopes at once.
 
 Afterwards: exactly one active session per (user, scope), every acknowledged save stored once in
 a session of its own scope, and every start of a scope answered with that scope's one session.
