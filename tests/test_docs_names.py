@@ -8,11 +8,17 @@ the code as it is. What is checked, in every page of ``docs/`` and the README:
   ``sql.ranked_context_sql``, ``validation.Count.clean``): it imports and each part is an attribute;
 - an upper-case name (``SEARCH_EMBED_BUDGET``): a setting of ``conf.DEFAULTS``, a Django setting,
   or a name the project's code (not its tests) defines or uses.
+
+``docs/architecture.md`` describes the code itself, so there every other name in code type is
+checked too (``Reach.sql``, ``clean_read_reach``, ``.live``, ``reason``): a name the library
+defines (a module, a module's or a class's attribute, a model's field or index, a key or keyword
+the code spells), or a word of Django, Python or SQL listed below.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
 import subprocess
@@ -142,3 +148,95 @@ def test_a_removed_name_is_caught(tmp_path):
                     "`ilab_memory.vectors.no_such_thing`; but `sql.ranked_context_sql` exists.")
     assert missing_names(page) == ["sql.fetch_rows", "services/statements.py", "NO_SUCH_SETTING",
                                    "ilab_memory.vectors.no_such_thing"]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# Words of Django, Python and SQL the architecture page names beside the library's own.
+FRAMEWORK_WORDS = {"save", "update", "update_fields", "bulk_create", "objects.create", "select_for_update",
+                   "QuerySet.update", "QuerySet.delete", "Manager.raw", "_meta", "migrate", "pre_save",
+                   "post_save", "pre_delete", "post_delete", "django.utils.timezone.now", "now", "None",
+                   "TypeError", "BEGIN", "UPDATE", "RETURNING", "ORDER BY"}
+IDENTIFIER = re.compile(r"^\.?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@cache
+def library_names() -> dict[str, object]:
+    """Every name the library defines: its modules, their attributes (its own classes first), and
+    those classes' attributes, by last name."""
+    modules = [ilab_memory] + [importlib.import_module(info.name)
+                               for info in pkgutil.walk_packages(ilab_memory.__path__, "ilab_memory.")
+                               if ".migrations" not in info.name]
+    names: dict[str, object] = {}
+    for module in modules:
+        names.setdefault(module.__name__.rsplit(".", 1)[-1], module)
+        for name, value in vars(module).items():
+            if getattr(value, "__module__", "").startswith("ilab_memory"):
+                names[name] = value  # the library's own over an import of the same name
+                if inspect.isclass(value):
+                    for member in dir(value):
+                        names.setdefault(member, getattr(value, member, None))
+            else:
+                names.setdefault(name, value)
+    return names
+
+
+@cache
+def model_names() -> set[str]:
+    from django.apps import apps
+
+    models = apps.get_app_config("ilab_memory").get_models()
+    return ({field.name for model in models for field in model._meta.get_fields()}
+            | {index.name for model in models for index in model._meta.indexes}
+            | {constraint.name for model in models for constraint in model._meta.constraints})
+
+
+def unknown_to_the_library(page: Path) -> list[str]:
+    """The names in code type of ``page`` that neither the checks above nor the library know."""
+    from django.apps import apps
+
+    source = "\n".join((ROOT / name).read_text(encoding="utf-8") for name in repository_files()
+                       if name.startswith("ilab_memory/") and name.endswith(".py"))
+    unknown = []
+    for span in dict.fromkeys(cited(page)):
+        if span.startswith("manage.py "):  # a command of the library
+            span = span.split()[1]
+            if not any(name.endswith(f"/management/commands/{span}.py") for name in repository_files()):
+                unknown.append(span)
+            continue
+        if span.endswith("/"):  # a folder of the library
+            if not (ROOT / "ilab_memory" / span).is_dir():
+                unknown.append(span)
+            continue
+        if PATH.match(span):
+            continue  # a file: checked by missing_names
+        span = span.replace("/", ".")  # `services/transactions.atomic_with_retry`
+        if span in FRAMEWORK_WORDS or not IDENTIFIER.match(span) or UPPER.match(span):
+            continue
+        if DOTTED.match(span) and (resolved := resolves(span)) is not None:
+            if not resolved:
+                unknown.append(span)
+            continue
+        head, *rest = span.lstrip(".").split(".")
+        if span.startswith("."):  # a manager's or queryset's method
+            known = any(hasattr(model.objects, head) for model in apps.get_app_config("ilab_memory").get_models())
+        elif head in library_names():
+            known = attributes_exist(library_names()[head], rest)
+        else:
+            known = not rest and (head in model_names() or f"{head}=" in source or f'"{head}"' in source)
+        if not known:
+            unknown.append(span)
+    return unknown
+
+
+def test_the_architecture_page_names_only_what_the_code_defines():
+    assert missing_names(ARCHITECTURE) == [] and unknown_to_the_library(ARCHITECTURE) == []
+
+
+def test_a_name_the_library_does_not_define_is_caught(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("`Reach.sql` and `clean_read_reach` and `.live` and `reason` exist; `Reach.no_such_method`, "
+                    "`clean_everything`, `.no_such_queryset`, `no_such_keyword`, `manage.py ilab_memory_nothing`, "
+                    "`nowhere/` and `services/nowhere.f` do not.")
+    assert unknown_to_the_library(page) == ["Reach.no_such_method", "clean_everything", ".no_such_queryset",
+                                            "no_such_keyword", "ilab_memory_nothing", "nowhere/",
+                                            "services.nowhere.f"]
