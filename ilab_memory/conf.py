@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .exceptions import ConfigurationError
-from .scopes import SCOPE_COLUMN_CHARS, SCOPE_PATTERN
+from .scopes import SCOPE_COLUMN_CHARS, is_slug
 from .validation import CONTEXT_LIMIT, TYPE_PATTERN
 
 DEFAULTS: dict[str, Any] = {
@@ -167,7 +167,7 @@ def validate_values(values: dict[str, Any]) -> list[str]:
     max_scope = values["MAX_SCOPE_CHARS"] if _is_int(values.get("MAX_SCOPE_CHARS")) else SCOPE_COLUMN_CHARS
 
     def is_scope(value) -> bool:
-        return isinstance(value, str) and bool(SCOPE_PATTERN.fullmatch(value)) and len(value) <= max_scope
+        return is_slug(value, max_chars=max_scope)
 
     scopes = values.get("SCOPES")
     if scopes is not None and not (isinstance(scopes, (list, tuple)) and all(map(is_scope, scopes))):

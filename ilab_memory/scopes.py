@@ -18,6 +18,8 @@ One cleaner per contract, each raising ValidationError("scope", ...) for a bad v
 
 ``Reach`` is the one place a set of scopes becomes a filter: a ``Q`` for the ORM, SQL text and
 parameters for raw statements (SQLite, PostgreSQL, pgvector), a mask for a numpy matrix of rows.
+A write's own scope is not a reach but part of its keys (one active session, one live topic,
+duplicates: each per user and scope), matched as a column beside ``user_id``.
 """
 
 from __future__ import annotations
@@ -105,6 +107,11 @@ class Reach:
 
 EVERY_SCOPE = Reach(scopes=None, own=None)
 SHARED_SPACE = Reach(scopes=(SHARED,), own=SHARED)
+
+
+def is_slug(value: Any, *, max_chars: int = SCOPE_COLUMN_CHARS) -> bool:
+    """Whether ``value`` is a scope's slug of at most ``max_chars`` (the settings' own check)."""
+    return isinstance(value, str) and bool(SCOPE_PATTERN.fullmatch(value)) and len(value) <= max_chars
 
 
 def _check_slug(value: Any, *, config, held: bool = False) -> str:

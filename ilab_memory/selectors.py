@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Count, IntegerField, Q, Value
 from django.db.models.functions import Substr
 from django.utils import timezone
@@ -106,12 +107,18 @@ def observation_get(*, user_id: str, observation_id, scope="", config: Config | 
                     using: str = "default") -> Observation:
     """The user's live observation in what ``scope`` reaches; anything else raises ObservationNotFound."""
     config = config or get_config()
+    return _one_in_reach(lambda user: Observation.objects.using(using).live_for_user(user, config), user_id=user_id,
+                         pk=observation_id, scope=scope, config=config, missing=ObservationNotFound("No such observation."))
+
+
+def _one_in_reach(rows_of, *, user_id: str, pk, scope, config: Config, missing: LookupError):
+    """The row ``pk`` of ``rows_of(user_id)`` in what ``scope`` reaches; else raises ``missing``
+    (a malformed id too: nothing says whether it exists)."""
     user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
-    pk = parse_uuid(observation_id, ObservationNotFound)
     try:
-        return Observation.objects.using(using).live_for_user(user_id, config).filter(seen.q()).get(pk=pk)
-    except Observation.DoesNotExist:
-        raise ObservationNotFound("No such observation.") from None
+        return rows_of(user_id).filter(seen.q()).get(pk=parse_uuid(pk, type(missing)))
+    except ObjectDoesNotExist:
+        raise missing from None
 
 
 def observation_revisions(*, user_id: str, observation_id, scope="", config: Config | None = None,
@@ -158,13 +165,9 @@ def observation_timeline(
 def session_get(*, user_id: str, session_id, scope="", config: Config | None = None,
                 using: str = "default") -> SessionRecord:
     config = config or get_config()
-    user_id, seen = _user(user_id, config), clean_read_reach(scope, config=config)
-    pk = parse_uuid(session_id, SessionNotFound)
-    try:
-        sessions = Session.objects.using(using).for_user(user_id).filter(seen.q())
-        session = sessions.with_observation_count(config).get(pk=pk)
-    except Session.DoesNotExist:
-        raise SessionNotFound("No such session.") from None
+    session = _one_in_reach(lambda user: Session.objects.using(using).for_user(user).with_observation_count(config),
+                            user_id=user_id, pk=session_id, scope=scope, config=config,
+                            missing=SessionNotFound("No such session."))
     return session_record(session, session.observation_count)
 
 

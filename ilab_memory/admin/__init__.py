@@ -8,7 +8,8 @@ big tables: related rows joined, counts as per-page subqueries, long texts left 
 queries, and no full-table count.
 
 Modules: ``common`` (lists, filters, cells, the audit), ``sessions``, ``observations``,
-``console`` (the overview, a user's page, export and erasure) and ``charts`` (SVG geometry).
+``console`` (the overview, a user's page, export and erasure), ``selectors`` (what the console
+reads beyond the lists) and ``charts`` (SVG geometry).
 
 ``REGISTER_ADMIN`` is read once, when Django imports this module at startup (autodiscover);
 changing it later needs a restart.

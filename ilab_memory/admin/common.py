@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
-from ..scopes import SHARED
+from ..scopes import SHARED, Reach
 from . import selectors as admin_selectors
 
 AUTO, HUMAN, NONE = "auto", "human", "none"
@@ -186,6 +186,8 @@ class ScopeFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         config = get_config()
+        # Suggestions only (the box takes any scope): the allowed scopes, and those the default
+        # SCOPE_RESOLVER binds accounts to; a resolver of a site's own cannot be listed.
         known = set(config.SCOPES or ()) | set(config.ACCOUNT_SCOPES.values())
         user_id = request.GET.get(UserIdFilter.parameter_name)
         if user_id:
@@ -206,9 +208,9 @@ class ScopeFilter(admin.SimpleListFilter):
         }
 
     def queryset(self, request, queryset):
-        if self.value() == SHARED_CHOICE:
-            return queryset.filter(scope=SHARED)
-        return queryset.filter(scope=self.value()) if self.value() else queryset
+        if not self.value():
+            return queryset
+        return queryset.filter(Reach.exactly(SHARED if self.value() == SHARED_CHOICE else self.value()).q())
 
 
 # -- Cells: compact, and nothing that reads as an error on a healthy row ------------------------

@@ -1,20 +1,17 @@
-from django.core.management.base import BaseCommand
-
 from ilab_memory.services.expiry import observations_erase_expired
 from ilab_memory.services.sessions import sessions_close_expired
 
+from ..base import DatabaseCommand
 from ._progress import Progress
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
+    database_help = "Database alias to sweep."
     help = (
         "The sweep: auto-close every active session idle for longer than SESSION_TIMEOUT_HOURS, then "
         "erase every memory past its expires_at or its type's RETENTION. "
         "Progress on a terminal; with -v 0 (cron) it prints nothing unless it fails."
     )
-
-    def add_arguments(self, parser):
-        parser.add_argument("--database", default="default", help="Database alias to sweep.")
 
     def handle(self, *args, **options):
         verbosity = options["verbosity"]

@@ -1,14 +1,15 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ilab_memory.conf import get_config
 from ilab_memory.embeddings import EmbeddingError
 from ilab_memory.models import ObservationVector
 from ilab_memory.services.embedding import embed_waiting, embedder_for, queue_missing
 
+from ..base import DatabaseCommand
 from ._progress import Progress
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Embed every memory that waits for a vector of the current EMBEDDER model: queued by writes, "
         "embedded by another model, or never queued (a backfill). Resumable: stop it at any time and "
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--database", default="default", help="Database alias.")
+        super().add_arguments(parser)
         parser.add_argument("--batch-size", type=int, help="Texts per call to the embedder (EMBED_BATCH_SIZE).")
 
     def handle(self, *args, **options):

@@ -1,14 +1,16 @@
 from contextlib import closing
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.export import user_export_json
 
+from ..base import DatabaseCommand
 from ._progress import Progress, quiet_broken_pipe
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
+    database_help = "Database alias to read."
     help = (
         "Write everything one user_id has (or one scope of it) as versioned JSON (streamed, row by row: "
         "memory stays flat). "
@@ -22,7 +24,7 @@ class Command(BaseCommand):
             "--scope", default="*",
             help="The scope to export: '*' (default) every scope, '' the shared space, a slug that scope only.",
         )
-        parser.add_argument("--database", default="default", help="Database alias to read.")
+        super().add_arguments(parser)  # --database, last as before
 
     def handle(self, *args, **options):
         verbosity = options["verbosity"]

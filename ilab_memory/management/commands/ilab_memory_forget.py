@@ -1,14 +1,16 @@
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.erasure import user_forget
 
+from ..base import DatabaseCommand
 from ._progress import Progress
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
+    database_help = "Database alias to erase from."
     help = (
         "Erase every row of one user_id (sessions, observations, history, index entries), or with --scope "
         "only that scope's. "
@@ -25,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--scope", default="*", help="Erase only this scope ('' the shared space); '*' (default) the whole user.",
         )
-        parser.add_argument("--database", default="default", help="Database alias to erase from.")
+        super().add_arguments(parser)  # --database, last as before
 
     def handle(self, *args, **options):
         user_id, scope = options["user_id"], options["scope"]

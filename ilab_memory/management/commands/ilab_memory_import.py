@@ -1,15 +1,17 @@
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.services.imports import user_import
 
+from ..base import DatabaseCommand
 from ._progress import Progress
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
+    database_help = "Database alias to write."
     help = (
         "Import an export document into one user_id. Idempotent; nothing is written on a bad document. "
         "On a terminal a status line shows the step (reading, checking and writing)."
@@ -23,7 +25,7 @@ class Command(BaseCommand):
             help="Put every row into this scope ('' the shared space); by default each row keeps its own "
                  "(a version 1 document: the shared space).",
         )
-        parser.add_argument("--database", default="default", help="Database alias to write.")
+        super().add_arguments(parser)  # --database, last as before
 
     def handle(self, *args, **options):
         with Progress(self, "Reading the document", verbosity=options["verbosity"]) as progress:

@@ -1,10 +1,13 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.extras import MissingExtra, require
 
+from ..base import DatabaseCommand
 
-class Command(BaseCommand):
+
+class Command(DatabaseCommand):
+    database_help = "Database alias of the memory."
     help = (
         "Serve one user's memory to an agent over MCP stdio, on this site's database. stdout carries "
         "only the protocol; logs go to stderr. Over HTTP, mount ilab_memory.mcp.http instead (docs/mcp.md)."
@@ -17,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--scope", default="",
                             help="The scope (this agent's part of the user's memory) every call acts in; it also "
                                  "reads the shared space. Default: the shared space itself.")
-        parser.add_argument("--database", default="default", help="Database alias of the memory.")
+        super().add_arguments(parser)  # --database, last as before
 
     def handle(self, *args, **options):
         try:

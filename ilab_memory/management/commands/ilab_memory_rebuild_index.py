@@ -1,19 +1,16 @@
-from django.core.management.base import BaseCommand
-
 from ilab_memory.services.search.index import index_rebuild
 
+from ..base import DatabaseCommand
 from ._progress import Progress
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
+    database_help = "Database alias to rebuild."
     help = (
         "Recreate the full-text search triggers and refill the index from the observation table "
         "(after a restore, a manual schema change, or anything that bypassed the triggers). "
         "One statement; on a terminal a status line shows it is still working."
     )
-
-    def add_arguments(self, parser):
-        parser.add_argument("--database", default="default", help="Database alias to rebuild.")
 
     def handle(self, *args, **options):
         with Progress(self, "Rebuilding the search index", verbosity=options["verbosity"]):

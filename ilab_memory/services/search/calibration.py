@@ -32,7 +32,7 @@ from typing import NamedTuple
 from django.db import IntegrityError, transaction
 
 from ... import vectors
-from ...models import EmbedderCalibration
+from ...models import EmbedderCalibration, first_or_none
 from .fusion import POOL_SIZE
 
 BANK_FILE = Path(__file__).with_name("background.txt")
@@ -126,8 +126,8 @@ def calibration_for(embedder, *, using: str = "default", measure: bool = True) -
             return found
         found = _shipped(embedder.model_id, digest)
         if found is None:
-            stored = EmbedderCalibration.objects.using(using).filter(
-                model_id=embedder.model_id, bank_digest=digest).first()
+            stored = first_or_none(EmbedderCalibration.objects.using(using).filter(
+                model_id=embedder.model_id, bank_digest=digest))
             if stored is not None and stored.dimensions == embedder.dimensions:
                 queries = vectors.unpack(stored.queries, stored.dimensions)
                 found = Calibration(embedder.model_id, queries, stored.questions, stored.unrelated_cosine,
