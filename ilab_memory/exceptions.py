@@ -17,6 +17,8 @@ class ValidationError(IlabMemoryError, ValueError):
     """Bad input. Names the field, the limit and the size; never echoes the raw value.
 
     The value may hold a private block, so messages are built from lengths and rules only.
+    ``errors`` holds every field's messages: this field's alone, unless the HTTP API named
+    several (``ilab_memory.client``).
     """
 
     code = "invalid"
@@ -27,6 +29,7 @@ class ValidationError(IlabMemoryError, ValueError):
         self.size = size
         self.code = code
         self.message = message
+        self.errors: dict[str, list[str]] = {field: [message]}
         super().__init__(f"{field}: {message}")
 
     @classmethod

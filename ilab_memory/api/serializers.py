@@ -337,8 +337,13 @@ class ForgetInputSerializer(ActingUserSerializer):
     scope = ScopeField("forget")
 
 
+@extend_schema_field({"$ref": "#/components/schemas/ExportDocument"})
+class ExportDocumentField(serializers.JSONField):
+    """Any JSON here: the import's own checks (services/document.py) name each bad field."""
+
+
 class ImportInputSerializer(ActingUserSerializer):
-    data = serializers.JSONField(help_text=_("An export document, as returned by GET export/."))
+    data = ExportDocumentField(help_text=_("An export document, as returned by GET export/ (older versions too)."))
     scope = ScopeField("import")
 
 
@@ -483,6 +488,68 @@ class MemoryStatsSerializer(serializers.Serializer):
     waiting_for_vector = serializers.IntegerField(
         min_value=0, help_text=encoding.DESCRIPTIONS["waiting_for_vector"]
     )
+
+
+# -- the export document: described for the schema; services/document.py builds and checks it --
+
+
+class ExportSessionSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
+    started_at = serializers.DateTimeField()
+    last_activity_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(allow_null=True)
+    is_auto_generated = serializers.BooleanField()
+    redacted_blocks = serializers.IntegerField(min_value=0)
+
+
+class ExportObservationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    session_id = serializers.UUIDField()
+    type = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    topic_key = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.JSONField())
+    revision_count = serializers.IntegerField(min_value=1)
+    duplicate_count = serializers.IntegerField(min_value=1)
+    redacted_blocks = serializers.IntegerField(min_value=0)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
+    last_seen_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True, help_text=EXPIRES_AT)
+
+
+class ExportRevisionSerializer(serializers.Serializer):
+    observation_id = serializers.UUIDField()
+    revision = serializers.IntegerField(min_value=0)
+    session_id = serializers.UUIDField(allow_null=True)
+    type = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    topic_key = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.JSONField())
+    happened_at = serializers.DateTimeField()
+    written_at = serializers.DateTimeField()
+    replaced_at = serializers.DateTimeField()
+
+
+class ExportDocumentSerializer(serializers.Serializer):
+    """What ``GET export/`` answers and ``POST import/`` takes (older versions are read too:
+    version 1 has no ``scope``, versions 1 and 2 no ``happened_at`` or ``expires_at``)."""
+
+    format = serializers.CharField(help_text=_('Always "ilab_memory.export".'))
+    version = serializers.IntegerField(min_value=1)
+    user_id = serializers.CharField()
+    exported_at = serializers.DateTimeField()
+    sessions = ExportSessionSerializer(many=True)
+    observations = ExportObservationSerializer(many=True)
+    revisions = ExportRevisionSerializer(many=True)
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -15,7 +15,6 @@ from django.http import StreamingHttpResponse
 from django.urls import Resolver404, resolve
 from django.utils.translation import gettext_lazy as _
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
@@ -399,7 +398,7 @@ class ExportView(MemoryAPIMixin, APIView):
     @extend_schema(
         summary=_("Everything the caller has (every scope, or the one named), as a versioned JSON document"),
         parameters=[USER_ID_PARAMETER, serializers.ScopeExportQuerySerializer],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT), **error_responses(*READ_ERRORS)},
+        responses={200: serializers.ExportDocumentSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request):
         # Streamed row by row, so a long history is never held in memory as one document. The

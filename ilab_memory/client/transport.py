@@ -47,7 +47,7 @@ class Transport:
         """The answer's JSON (None for an empty answer); raises the error the answer means."""
         url = self.base_url + path
         if query:
-            url += "?" + urllib.parse.urlencode(query)
+            url += "?" + _query_string(query)
         headers = dict(self._headers)
         data = None
         if body is not None:
@@ -71,6 +71,24 @@ class Transport:
                     f"{method} {path}: the memory API did not answer ({_reason(failure)})."
                 ) from failure
         raise AssertionError("unreachable")
+
+
+# A longer query string is refused here, naming the parameter: servers and proxies refuse a
+# longer URL (nginx's default buffer: 8 KiB) with a page that names no field. The API's default
+# MAX_QUERY_CHARS (500) fits even in 3-byte characters, each sent as 9 bytes.
+MAX_QUERY_STRING_BYTES = 8000
+FIELD_OF_PARAMETER = {"q": "query"}
+
+
+def _query_string(query: list[tuple[str, str]]) -> str:
+    encoded = urllib.parse.urlencode(query)
+    if len(encoded) > MAX_QUERY_STRING_BYTES:
+        name = max(query, key=lambda item: len(urllib.parse.quote_plus(str(item[1]))))[0]
+        raise ValidationError(FIELD_OF_PARAMETER.get(name, name),
+                              f"makes the request's query string {len(encoded)} bytes long (encoded); "
+                              f"the limit is {MAX_QUERY_STRING_BYTES} bytes.",
+                              code="max_length", limit=MAX_QUERY_STRING_BYTES, size=len(encoded))
+    return encoded
 
 
 def encode_body(body: dict[str, Any]) -> bytes:

@@ -16,7 +16,8 @@ is one observation, with its sessions, privacy, scopes and search:
   observation's fields; every other entry is kept in its metadata. ``get`` gives the value back
   as it was put, with private blocks redacted.
 * **search** with ``query`` is the hybrid search, each item scored with its SearchScore's
-  value; without, the newest updated first. ``filter`` selects the ``type``.
+  value; without, the newest updated first. ``filter`` selects the ``type``. ``offset + limit``
+  is at most 100 without a query (a list's largest page) and ``SEARCH_MAX_LIMIT`` with one.
 * **delete** is the soft delete (the observation can be restored by an operator).
 * **TTL**: a ``put``'s ``ttl`` (minutes, as LangGraph counts) is the observation's ``ttl`` (in
   seconds): it expires that long after the put, and from then on no read finds it. A later put

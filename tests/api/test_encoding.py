@@ -127,6 +127,19 @@ def test_every_schema_is_what_the_openapi_description_says(openapi_components, v
     assert canonical(encoding.schema(value_type), openapi_components) == documented
 
 
+def test_the_export_document_schema_names_the_fields_the_document_has():
+    """The export document is built by services/document.py, not by a serializer: its schema's
+    serializers list exactly the document's fields, in its order."""
+    from ilab_memory.services import document
+
+    described = {serializers.ExportDocumentSerializer: document.DOCUMENT_FIELDS,
+                 serializers.ExportSessionSerializer: document.SESSION_FIELDS,
+                 serializers.ExportObservationSerializer: document.OBSERVATION_FIELDS,
+                 serializers.ExportRevisionSerializer: document.REVISION_FIELDS}
+    for serializer, fields in described.items():
+        assert sorted(serializer().fields) == sorted(fields), serializer.__name__
+
+
 def test_the_choices_are_the_models_and_the_services():
     assert encoding.CHOICES["status"] == tuple(SessionStatus.values)
     assert encoding.CHOICES["action"] == (observations.CREATED, observations.REVISED, observations.DUPLICATE)

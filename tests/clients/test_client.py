@@ -104,6 +104,34 @@ def test_bad_input_is_the_facades_validation_error_with_field_limit_and_size(rem
     assert error.errors == {"title": ["is 301 characters long; the limit is 300 characters."]}
 
 
+def test_every_validation_error_has_errors_whoever_raises_it(mem, remote):
+    """The API's, the client's own checks' and the facade's alike: ``errors`` maps the field to
+    its messages."""
+    for call in (lambda: mem.mem_save("alice", "t" * 301, "c"), lambda: mem.mem_search("alice", "x", limit="ten"),
+                 lambda: remote.mem_update("alice", "00000000-0000-4000-8000-000000000000", colour="red")):
+        with pytest.raises(ValidationError) as raised:
+            call()
+        error = raised.value
+        assert error.errors == {error.field: [error.message]}
+
+
+def test_a_query_too_long_for_a_url_is_refused_naming_it_and_never_sent(remote):
+    """Servers refuse a long URL with a page that names no field; the client refuses it first,
+    naming the query. A query the API's own limit refuses is sent, and the API names it too."""
+    from ilab_memory.client import transport
+
+    with pytest.raises(ValidationError) as raised:
+        remote.mem_search("alice", "ask " * (transport.MAX_QUERY_STRING_BYTES // 4))
+    error = raised.value
+    assert (error.field, error.code, error.limit) == ("query", "max_length", transport.MAX_QUERY_STRING_BYTES)
+    assert error.size > transport.MAX_QUERY_STRING_BYTES
+    with pytest.raises(ValidationError) as raised:
+        remote.mem_search("alice", "ask " * 200)
+    assert (raised.value.field, raised.value.code, raised.value.limit) == ("query", "max_length", 500)
+    # 500 characters of a 3-byte script fit (4,500 bytes encoded): the API answers, not the client.
+    assert remote.mem_search("alice", "中" * 500) == []
+
+
 def test_missing_rows_are_the_facades_lookup_errors(remote):
     with pytest.raises(NoActiveSession) as raised:
         remote.mem_session_end("alice")

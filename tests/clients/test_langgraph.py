@@ -112,6 +112,16 @@ def test_search_with_a_query_is_the_hybrid_search_with_its_scores(store, mem):
     assert 0 < items[0].score <= 1
 
 
+def test_a_search_beyond_its_bound_names_the_limit(store):
+    """offset + limit: at most a list's largest page (100) without a query, SEARCH_MAX_LIMIT (50) with one."""
+    store.put(("alice",), "one", {"content": "Green tea in the morning."})
+    assert [item.key for item in store.search(("alice",), limit=90, offset=10)] == []
+    for query, limit in ((None, 100), ("tea", 50)):
+        with pytest.raises(ValidationError) as raised:
+            store.search(("alice",), query=query, limit=limit, offset=1)
+        assert (raised.value.field, raised.value.code, raised.value.limit) == ("limit", "max_value", limit)
+
+
 def test_filter_selects_the_type(store):
     store.put(("alice",), "tea", {"content": "Green tea, no sugar.", "type": "preference"})
     store.put(("alice",), "deploy", {"content": "Deploys on Fridays, no tea.", "type": "decision"})

@@ -16,7 +16,7 @@ export type SaveResult = Schemas["SaveResult"];
 export type Timeline = Schemas["Timeline"];
 export type MemoryStats = Schemas["MemoryStats"];
 /** The versioned document `export` answers and `import` takes (`format`, `version`, `sessions`, …). */
-export type ExportDocument = Record<string, unknown>;
+export type ExportDocument = Schemas["ExportDocument"];
 /** Rows per kind, e.g. `{ sessions: 2, observations: 5, revisions: 1, vectors: 5 }`. */
 export type Counts = Record<string, number>;
 
@@ -98,10 +98,11 @@ export class MemoryClient {
     const send = options.fetch ?? ((request: Request) => globalThis.fetch(request));
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
     if (options.token !== undefined) headers.Authorization = `Token ${options.token}`;
+    const mounted = root.pathname === SCHEMA_PREFIX ? send : (request: Request) => remount(request, root, send);
     this.http = createClient<paths>({
       baseUrl: root.origin,
       headers,
-      fetch: root.pathname === SCHEMA_PREFIX ? send : (request) => remount(request, root, send),
+      fetch: (request) => mounted(checkQueryString(request)),
     });
     this.userId = options.userId;
   }
@@ -300,6 +301,31 @@ async function* paged<T>(
 function nextCursor(next: string | null | undefined): string | undefined {
   if (!next) return undefined;
   return new URL(next).searchParams.get("cursor") ?? undefined;
+}
+
+/**
+ * A longer query string is refused before it is sent, naming its longest parameter: servers and
+ * proxies refuse a longer URL (nginx's default buffer: 8 KiB) with a page that names no field. The
+ * API's default `MAX_QUERY_CHARS` (500) fits even in 3-byte characters, each sent as 9 bytes.
+ */
+export const MAX_QUERY_STRING_BYTES = 8000;
+const FIELD_OF_PARAMETER: Record<string, string> = { q: "query" };
+
+/** `request` as it is, or a 400 {@link MemoryApiError} when its query string is too long to send. */
+function checkQueryString(request: Request): Request {
+  const search = new URL(request.url).search.slice(1);
+  if (search.length <= MAX_QUERY_STRING_BYTES) return request;
+  const longest = search.split("&").reduce((a, b) => (b.length > a.length ? b : a));
+  const name = decodeURIComponent(longest.split("=")[0]!);
+  const field = FIELD_OF_PARAMETER[name] ?? name;
+  const message = `makes the request's query string ${search.length} bytes long (encoded); the limit is ${MAX_QUERY_STRING_BYTES} bytes.`;
+  throw new MemoryApiError(400, {
+    detail: `${field}: ${message}`,
+    code: "max_length",
+    errors: { [field]: [message] },
+    limit: MAX_QUERY_STRING_BYTES,
+    size: search.length,
+  });
 }
 
 /** The request sent to the API's real mount instead of the schema's prefix. */

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { MemoryApiError, MemoryClient } from "../src/index.js";
+import { MAX_QUERY_STRING_BYTES, MemoryApiError, MemoryClient } from "../src/index.js";
 import { type DemoSite, demoSite } from "./demo-site.js";
 
 const USER = "ts-errors";
@@ -51,6 +51,32 @@ test("a 400 for a query: a blank search and an out-of-range limit", async () => 
   assert.equal(limit.status, 400);
   assert.equal(limit.code, "max_value");
   assert.ok("limit" in limit.fieldErrors);
+});
+
+test("a query too long for a URL is refused before it is sent, naming the query", async () => {
+  let sent = 0;
+  const counting = new MemoryClient({
+    baseUrl: site.apiUrl,
+    token: site.backend.token,
+    userId: USER,
+    fetch: (request) => {
+      sent += 1;
+      return fetch(request);
+    },
+  });
+  const long = await refusal(counting.search("ask ".repeat(MAX_QUERY_STRING_BYTES / 4)));
+  assert.equal(long.status, 400);
+  assert.equal(long.code, "max_length");
+  assert.deepEqual(Object.keys(long.fieldErrors), ["query"]);
+  assert.equal(long.limit, MAX_QUERY_STRING_BYTES);
+  assert.ok(long.size! > MAX_QUERY_STRING_BYTES);
+  assert.equal(sent, 0);
+  // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names the query too.
+  const api = await refusal(counting.search("ask ".repeat(200)));
+  assert.equal(api.code, "max_length");
+  assert.deepEqual(Object.keys(api.fieldErrors), ["query"]);
+  assert.equal(api.limit, 500);
+  assert.equal(sent, 1);
 });
 
 test("a 400 for a scope that is not a slug, and for '*' on a write", async () => {
@@ -116,6 +142,22 @@ test("a 404 for an unknown id, another user's id, and no active session", async 
   assert.equal(none.status, 404);
   assert.equal(none.code, "no_active_session");
   assert.equal((await refusal(memory.session(UNKNOWN_ID))).code, "session_not_found");
+});
+
+test("another user's memory is in none of a plain account's reads", async () => {
+  const saved = (await memory.save({ title: "Private plan", content: "Only ts-errors reads this plan." })).observation;
+  const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token });
+  await agent.save({ title: "Own note", content: "The agent account's own plan." });
+  const ids = new Set<string>();
+  for await (const row of agent.observations({ scope: "*" })) ids.add(row.id);
+  for (const row of await agent.search("plan", { scope: "*" })) ids.add(row.id);
+  for (const row of await agent.context({ scope: "*" })) ids.add(row.id);
+  const document = await agent.export();
+  for (const row of document.observations) ids.add(row.id);
+  assert.ok(ids.size > 0, "the agent's own memory is read");
+  assert.ok(!ids.has(saved.id), "another user's memory reached a plain account");
+  assert.ok(document.user_id !== USER);
+  await agent.forget({ confirm: document.user_id }); // the README's example starts this account empty
 });
 
 test("an answer that is not the API's JSON keeps its status, with a code made of it", () => {
