@@ -505,38 +505,12 @@ class ExportSessionSerializer(serializers.Serializer):
     redacted_blocks = serializers.IntegerField(min_value=0)
 
 
-class ExportObservationSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
-    session_id = serializers.UUIDField()
-    type = serializers.CharField()
-    title = serializers.CharField()
-    content = serializers.CharField()
-    topic_key = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField(child=serializers.JSONField())
-    revision_count = serializers.IntegerField(min_value=1)
-    duplicate_count = serializers.IntegerField(min_value=1)
-    redacted_blocks = serializers.IntegerField(min_value=0)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
-    last_seen_at = serializers.DateTimeField()
-    deleted_at = serializers.DateTimeField(allow_null=True)
-    expires_at = serializers.DateTimeField(allow_null=True, help_text=EXPIRES_AT)
+class ExportObservationSerializer(ObservationRecordSerializer):
+    user_id = None  # the document's, once
 
 
-class ExportRevisionSerializer(serializers.Serializer):
+class ExportRevisionSerializer(ObservationRevisionRecordSerializer):
     observation_id = serializers.UUIDField()
-    revision = serializers.IntegerField(min_value=0)
-    session_id = serializers.UUIDField(allow_null=True)
-    type = serializers.CharField()
-    title = serializers.CharField()
-    content = serializers.CharField()
-    topic_key = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField(child=serializers.JSONField())
-    happened_at = serializers.DateTimeField()
-    written_at = serializers.DateTimeField()
-    replaced_at = serializers.DateTimeField()
 
 
 class ExportDocumentSerializer(serializers.Serializer):

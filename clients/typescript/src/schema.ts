@@ -389,8 +389,6 @@ export interface components {
             expires_at: string | null;
         };
         ExportRevision: {
-            /** Format: uuid */
-            observation_id: string;
             revision: number;
             /** Format: uuid */
             session_id: string | null;
@@ -401,12 +399,17 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When what this version says happened.
+             */
             happened_at: string;
             /** Format: date-time */
             written_at: string;
             /** Format: date-time */
             replaced_at: string;
+            /** Format: uuid */
+            observation_id: string;
         };
         ExportSession: {
             /** Format: uuid */
