@@ -493,15 +493,8 @@ class MemoryStatsSerializer(serializers.Serializer):
 # -- the export document: described for the schema; services/document.py builds and checks it --
 
 
-class ExportSessionSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
-    status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
-    started_at = serializers.DateTimeField()
-    last_activity_at = serializers.DateTimeField()
-    ended_at = serializers.DateTimeField(allow_null=True)
-    summary = serializers.CharField(allow_null=True)
-    is_auto_generated = serializers.BooleanField()
+class ExportSessionSerializer(SessionRecordSerializer):
+    user_id = observation_count = None  # the document's user_id, once; no count is exported
     redacted_blocks = serializers.IntegerField(min_value=0)
 
 
