@@ -35,7 +35,7 @@ def run_together(target, n: int) -> list:
 
 def running_thread(using: str = "default"):
     """This process's background embedder of ``using``, if one runs (its registry, read under
-    its lock: a thread registered and not yet started counts)."""
+    its lock)."""
     from ilab_memory import background
 
     with background._lock:

@@ -210,7 +210,8 @@ class ScopeFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         if not self.value():
             return queryset
-        return queryset.filter(Reach.exactly(SHARED if self.value() == SHARED_CHOICE else self.value()).q())
+        scope = SHARED if self.value() == SHARED_CHOICE else self.value()
+        return queryset.filter(Reach(scopes=(scope,), own=None).q())  # exactly as typed: "*" is no scope
 
 
 # -- Cells: compact, and nothing that reads as an error on a healthy row ------------------------

@@ -23,6 +23,7 @@ from rest_framework.settings import api_settings
 from .. import encoding
 from ..conf import get_config
 from ..scopes import ALL, MAX_LISTED_SCOPES, SCOPE_PATTERN
+from ..services import document
 from ..services.privacy import shown_key
 from ..validation import CONTEXT_LIMIT, MAX_TTL_SECONDS, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
 
@@ -337,16 +338,6 @@ class ForgetInputSerializer(ActingUserSerializer):
     scope = ScopeField("forget")
 
 
-@extend_schema_field({"$ref": "#/components/schemas/ExportDocument"})
-class ExportDocumentField(serializers.JSONField):
-    """Any JSON here: the import's own checks (services/document.py) name each bad field."""
-
-
-class ImportInputSerializer(ActingUserSerializer):
-    data = ExportDocumentField(help_text=_("An export document, as returned by GET export/ (older versions too)."))
-    scope = ScopeField("import")
-
-
 @functools.cache
 def _checker(serializer_class) -> serializers.Serializer:
     return serializer_class()
@@ -388,14 +379,14 @@ class ObservationCompactSerializer(serializers.Serializer):
     session_id = serializers.UUIDField()
     updated_at = serializers.DateTimeField()
     happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
     score = ScoreSerializer(allow_null=True)
 
 
 class ObservationRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
     session_id = serializers.UUIDField()
     type = serializers.CharField()
     title = serializers.CharField()
@@ -438,13 +429,13 @@ class SessionSummaryCompactSerializer(serializers.Serializer):
     summary = serializers.CharField(allow_null=True)
     is_auto_generated = serializers.BooleanField()
     observation_count = serializers.IntegerField(min_value=0)
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
 
 
 class SessionRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     user_id = serializers.CharField()
-    scope = serializers.CharField(help_text=encoding.DESCRIPTIONS["scope"])
+    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
     status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
     started_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
@@ -517,6 +508,51 @@ class ExportDocumentSerializer(serializers.Serializer):
     sessions = ExportSessionSerializer(many=True)
     observations = ExportObservationSerializer(many=True)
     revisions = ExportRevisionSerializer(many=True)
+
+
+class AsImported:
+    """An export serializer as an import reads it: only ``import_requires`` must be there (the
+    other fields have defaults, and older versions lack some)."""
+
+    import_requires: tuple[str, ...] = ()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, field in fields.items():
+            field.required = name in self.import_requires
+        return fields
+
+
+class ImportSessionSerializer(AsImported, ExportSessionSerializer):
+    import_requires = document.SESSION_REQUIRED
+
+
+class ImportObservationSerializer(AsImported, ExportObservationSerializer):
+    import_requires = document.OBSERVATION_REQUIRED
+
+
+class ImportRevisionSerializer(AsImported, ExportRevisionSerializer):
+    import_requires = document.REVISION_REQUIRED
+
+
+class ImportDocumentSerializer(AsImported, ExportDocumentSerializer):
+    """An export document as ``POST import/`` reads it: version 1 has no ``scope``; versions 1
+    and 2 no ``happened_at`` or ``expires_at``."""
+
+    import_requires = document.DOCUMENT_REQUIRED
+    sessions = ImportSessionSerializer(many=True)
+    observations = ImportObservationSerializer(many=True)
+    revisions = ImportRevisionSerializer(many=True)
+
+
+@extend_schema_field(ImportDocumentSerializer)
+class ImportDocumentField(serializers.JSONField):
+    """Any JSON here: the import's own checks (services/document.py) name each bad field."""
+
+
+class ImportInputSerializer(ActingUserSerializer):
+    data = ImportDocumentField(help_text=_("An export document, as returned by GET export/ (older versions too)."))
+    scope = ScopeField("import")
 
 
 class ErrorSerializer(serializers.Serializer):

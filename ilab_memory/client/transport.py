@@ -47,7 +47,7 @@ class Transport:
         """The answer's JSON (None for an empty answer); raises the error the answer means."""
         url = self.base_url + path
         if query:
-            url += "?" + _query_string(query)
+            url = _with_query(url, query)
         headers = dict(self._headers)
         data = None
         if body is not None:
@@ -73,22 +73,24 @@ class Transport:
         raise AssertionError("unreachable")
 
 
-# A longer query string is refused here, naming the parameter: servers and proxies refuse a
-# longer URL (nginx's default buffer: 8 KiB) with a page that names no field. The API's default
-# MAX_QUERY_CHARS (500) fits even in 3-byte characters, each sent as 9 bytes.
-MAX_QUERY_STRING_BYTES = 8000
+# A longer URL (path and query string) is refused here, naming its longest parameter: servers
+# refuse one with a page that names no field, and the smallest common limit is gunicorn's request
+# line (4,094 bytes with the method and the protocol). A query of 400 characters fits even in a
+# 3-byte script (each character sent as 9 bytes).
+MAX_URL_BYTES = 4000
 FIELD_OF_PARAMETER = {"q": "query"}
 
 
-def _query_string(query: list[tuple[str, str]]) -> str:
+def _with_query(url: str, query: list[tuple[str, str]]) -> str:
+    """``url`` with ``query``; a ValidationError when the whole is too long to send."""
     encoded = urllib.parse.urlencode(query)
-    if len(encoded) > MAX_QUERY_STRING_BYTES:
+    size = len(urllib.parse.urlsplit(url).path) + 1 + len(encoded)
+    if size > MAX_URL_BYTES:
         name = max(query, key=lambda item: len(urllib.parse.quote_plus(str(item[1]))))[0]
         raise ValidationError(FIELD_OF_PARAMETER.get(name, name),
-                              f"makes the request's query string {len(encoded)} bytes long (encoded); "
-                              f"the limit is {MAX_QUERY_STRING_BYTES} bytes.",
-                              code="max_length", limit=MAX_QUERY_STRING_BYTES, size=len(encoded))
-    return encoded
+                              f"makes the request's URL {size} bytes long (encoded); the limit is {MAX_URL_BYTES} bytes.",
+                              code="max_length", limit=MAX_URL_BYTES, size=size)
+    return f"{url}?{encoded}"
 
 
 def encode_body(body: dict[str, Any]) -> bytes:

@@ -48,11 +48,20 @@ REVISION_FIELDS = (
     "happened_at", "written_at", "replaced_at",
 )
 DOCUMENT_FIELDS = ("format", "version", "user_id", "exported_at", "sessions", "observations", "revisions")
-SCOPED = {False: (), True: ("scope",)}  # the record fields a version adds: version 1 has no scope
+# What an import needs of each record; the other fields have defaults (and older versions lack some).
+SESSION_REQUIRED = ("id", "status", "started_at", "last_activity_at")
+OBSERVATION_REQUIRED = ("id", "session_id", "title", "content", "created_at")
+REVISION_REQUIRED = ("observation_id", "revision", "title", "content", "written_at", "replaced_at")
+DOCUMENT_REQUIRED = ("format", "version")
 
 
 def _fail(field: str, message: str, code: str = "invalid"):
     raise ValidationError(field, message, code=code)
+
+
+def _optional(fields: tuple, required: tuple, *, scoped: bool = True) -> tuple:
+    """A record's other fields, ``scope`` only in versions that have it."""
+    return tuple(name for name in fields if name not in required and (scoped or name != "scope"))
 
 
 def _require_object(field: str, value: Any, *, required: tuple, optional: tuple = ()) -> dict:
@@ -131,8 +140,8 @@ def _record_scope(field: str, row: dict, *, target: str | None, config: Config) 
 
 
 def _clean_session(field: str, row: Any, *, config: Config, target: str | None, scoped: bool) -> dict:
-    _require_object(field, row, required=("id", "status", "started_at", "last_activity_at"),
-                    optional=("ended_at", "summary", "is_auto_generated", "redacted_blocks", *SCOPED[scoped]))
+    _require_object(field, row, required=SESSION_REQUIRED,
+                    optional=_optional(SESSION_FIELDS, SESSION_REQUIRED, scoped=scoped))
     status = clean_choice(f"{field}.status", row["status"], allowed=SessionStatus.values)
     ended_at = _timestamp(f"{field}.ended_at", row.get("ended_at"), nullable=True)
     if (status == SessionStatus.ACTIVE) != (ended_at is None):
@@ -177,12 +186,8 @@ def _clean_text_fields(field: str, row: dict, *, config: Config, allowed_types) 
 
 
 def _clean_observation(field: str, row: Any, *, config: Config, target: str | None, scoped: bool) -> dict:
-    _require_object(
-        field, row,
-        required=("id", "session_id", "title", "content", "created_at"),
-        optional=("type", "topic_key", "metadata", "revision_count", "duplicate_count", "redacted_blocks",
-                  "updated_at", "last_seen_at", "deleted_at", "happened_at", "expires_at", *SCOPED[scoped]),
-    )
+    _require_object(field, row, required=OBSERVATION_REQUIRED,
+                    optional=_optional(OBSERVATION_FIELDS, OBSERVATION_REQUIRED, scoped=scoped))
     values, blocks = _clean_text_fields(field, row, config=config, allowed_types=config.OBSERVATION_TYPES)
     created_at = _timestamp(f"{field}.created_at", row["created_at"])
     updated_at = _timestamp(f"{field}.updated_at", row.get("updated_at", row["created_at"]))
@@ -204,11 +209,7 @@ def _clean_observation(field: str, row: Any, *, config: Config, target: str | No
 
 
 def _clean_revision(field: str, row: Any, *, config: Config) -> dict:
-    _require_object(
-        field, row,
-        required=("observation_id", "revision", "title", "content", "written_at", "replaced_at"),
-        optional=("session_id", "type", "topic_key", "metadata", "happened_at"),
-    )
+    _require_object(field, row, required=REVISION_REQUIRED, optional=_optional(REVISION_FIELDS, REVISION_REQUIRED))
     # History may hold types a later OBSERVATION_TYPES no longer allows: only the slug is checked.
     values, _ = _clean_text_fields(field, row, config=config, allowed_types=None)
     session_id = row.get("session_id")
@@ -230,7 +231,7 @@ def clean_document(data: Any, *, config: Config, scope: str | None = None) -> tu
     else the record's own (version 1: the shared space). Raises ValidationError naming the
     first bad field (``observations[3].title``).
     """
-    document = _require_object("", data, required=("format", "version"), optional=DOCUMENT_FIELDS)
+    document = _require_object("", data, required=DOCUMENT_REQUIRED, optional=DOCUMENT_FIELDS)
     if document["format"] != FORMAT:
         _fail("format", f"must be {FORMAT!r}.", "invalid_format")
     version = document["version"]

@@ -101,6 +101,7 @@ def test_scope_filter_offers_the_users_scopes_when_the_list_is_filtered_to_a_use
 def test_a_scope_typed_into_the_box_gets_its_own_choice(admin_client, scoped):
     response = admin_client.get(OBSERVATIONS, {"scope": "nobody-writes-here"})
     assert titles(response) == set()
+    assert titles(admin_client.get(OBSERVATIONS, {"scope": "*"})) == set()  # an exact scope: none is "*"
     assert filter_choices(response) == ["(shared)", "nobody-writes-here"]
     body = response.content.decode()
     assert 'name="scope" value="nobody-writes-here"' in body and 'placeholder="Exact scope"' in body

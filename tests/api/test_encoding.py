@@ -140,6 +140,47 @@ def test_the_export_document_schema_names_the_fields_the_document_has():
         assert sorted(serializer().fields) == sorted(fields), serializer.__name__
 
 
+def json_schema(node):
+    """An OpenAPI 3.0 schema as JSON Schema: ``nullable: true`` becomes a null alternative."""
+    if isinstance(node, dict):
+        if node.get("nullable"):
+            return {"anyOf": [json_schema({k: v for k, v in node.items() if k != "nullable"}), {"type": "null"}]}
+        return {key: json_schema(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [json_schema(value) for value in node]
+    return node
+
+
+def test_every_version_the_import_reads_is_valid_for_its_schema_and_accepted(openapi_components, db):
+    """A document of each readable version, with a revision, matches the import's request schema
+    (what the TypeScript types are made of) and the import takes it; the export answers with its
+    own schema."""
+    import jsonschema
+
+    mem = ILabMemory()
+    mem.mem_session_start("writer")
+    mem.mem_save("writer", "Plan", "First plan.", topic_key="plan")
+    mem.mem_save("writer", "Plan", "Second plan.", topic_key="plan")
+    current = json.loads(json.dumps(mem.mem_export("writer")))
+    assert current["revisions"]
+    version_2 = {**current, "version": 2,
+                 "observations": [{k: v for k, v in o.items() if k not in ("happened_at", "expires_at")}
+                                  for o in current["observations"]],
+                 "revisions": [{k: v for k, v in r.items() if k != "happened_at"} for r in current["revisions"]]}
+    version_1 = {**version_2, "version": 1,
+                 "sessions": [{k: v for k, v in row.items() if k != "scope"} for row in version_2["sessions"]],
+                 "observations": [{k: v for k, v in row.items() if k != "scope"} for row in version_2["observations"]]}
+    components = {"components": {"schemas": json_schema(openapi_components)}}
+    request = jsonschema.Draft7Validator({"$ref": "#/components/schemas/ImportInputRequest", **components})
+    answer = jsonschema.Draft7Validator({"$ref": "#/components/schemas/ExportDocument", **components})
+    assert list(answer.iter_errors(current)) == []
+    for document in (version_1, version_2, current):
+        assert [error.message for error in request.iter_errors({"data": document})] == []
+        mem.mem_forget_user("writer")  # ids are kept: each version comes back into an empty memory
+        counts = mem.mem_import("writer", document)
+        assert (counts["observations_created"], counts["revisions_created"]) == (1, 1)
+
+
 def test_the_choices_are_the_models_and_the_services():
     assert encoding.CHOICES["status"] == tuple(SessionStatus.values)
     assert encoding.CHOICES["action"] == (observations.CREATED, observations.REVISED, observations.DUPLICATE)

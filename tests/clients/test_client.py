@@ -118,18 +118,22 @@ def test_every_validation_error_has_errors_whoever_raises_it(mem, remote):
 def test_a_query_too_long_for_a_url_is_refused_naming_it_and_never_sent(remote):
     """Servers refuse a long URL with a page that names no field; the client refuses it first,
     naming the query. A query the API's own limit refuses is sent, and the API names it too."""
+    from gunicorn.config import LimitRequestLine
+
     from ilab_memory.client import transport
 
+    # The limit fits the smallest common server limit: gunicorn's request line, with method and protocol.
+    assert len("GET ") + transport.MAX_URL_BYTES + len(" HTTP/1.1") <= LimitRequestLine.default
     with pytest.raises(ValidationError) as raised:
-        remote.mem_search("alice", "ask " * (transport.MAX_QUERY_STRING_BYTES // 4))
+        remote.mem_search("alice", "ask " * (transport.MAX_URL_BYTES // 4))
     error = raised.value
-    assert (error.field, error.code, error.limit) == ("query", "max_length", transport.MAX_QUERY_STRING_BYTES)
-    assert error.size > transport.MAX_QUERY_STRING_BYTES
+    assert (error.field, error.code, error.limit) == ("query", "max_length", transport.MAX_URL_BYTES)
+    assert error.size > transport.MAX_URL_BYTES
     with pytest.raises(ValidationError) as raised:
         remote.mem_search("alice", "ask " * 200)
     assert (raised.value.field, raised.value.code, raised.value.limit) == ("query", "max_length", 500)
-    # 500 characters of a 3-byte script fit (4,500 bytes encoded): the API answers, not the client.
-    assert remote.mem_search("alice", "中" * 500) == []
+    # 400 characters of a 3-byte script fit (3,600 bytes encoded): the API answers, not the client.
+    assert remote.mem_search("alice", "中" * 400) == []
 
 
 def test_missing_rows_are_the_facades_lookup_errors(remote):

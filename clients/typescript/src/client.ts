@@ -15,8 +15,10 @@ export type ObservationRevision = Schemas["ObservationRevisionRecord"];
 export type SaveResult = Schemas["SaveResult"];
 export type Timeline = Schemas["Timeline"];
 export type MemoryStats = Schemas["MemoryStats"];
-/** The versioned document `export` answers and `import` takes (`format`, `version`, `sessions`, …). */
+/** The versioned document `export` answers (`format`, `version`, `sessions`, …). */
 export type ExportDocument = Schemas["ExportDocument"];
+/** What `import` takes: an export document of any version it reads (older ones lack some fields). */
+export type ImportDocument = Body<"import_create">["data"];
 /** Rows per kind, e.g. `{ sessions: 2, observations: 5, revisions: 1, vectors: 5 }`. */
 export type Counts = Record<string, number>;
 
@@ -102,7 +104,7 @@ export class MemoryClient {
     this.http = createClient<paths>({
       baseUrl: root.origin,
       headers,
-      fetch: (request) => mounted(checkQueryString(request)),
+      fetch: (request) => mounted(checkUrlLength(request)),
     });
     this.userId = options.userId;
   }
@@ -230,7 +232,7 @@ export class MemoryClient {
   }
 
   /** Add the rows of an export document the user lacks (importing twice adds nothing). */
-  async import(data: ExportDocument, options: ImportOptions = {}, call: CallOptions = {}): Promise<Counts> {
+  async import(data: ImportDocument, options: ImportOptions = {}, call: CallOptions = {}): Promise<Counts> {
     const body = this.body({ ...options, data });
     return answer(await this.http.POST("/api/memory/import/", { body, signal: call.signal }));
   }
@@ -304,27 +306,29 @@ function nextCursor(next: string | null | undefined): string | undefined {
 }
 
 /**
- * A longer query string is refused before it is sent, naming its longest parameter: servers and
- * proxies refuse a longer URL (nginx's default buffer: 8 KiB) with a page that names no field. The
- * API's default `MAX_QUERY_CHARS` (500) fits even in 3-byte characters, each sent as 9 bytes.
+ * A longer URL (path and query string) is refused before it is sent, naming its longest parameter:
+ * servers refuse one with a page that names no field, and the smallest common limit is gunicorn's
+ * request line (4,094 bytes with the method and the protocol). A query of 400 characters fits even
+ * in a 3-byte script (each character sent as 9 bytes).
  */
-export const MAX_QUERY_STRING_BYTES = 8000;
+export const MAX_URL_BYTES = 4000;
 const FIELD_OF_PARAMETER: Record<string, string> = { q: "query" };
 
-/** `request` as it is, or a 400 {@link MemoryApiError} when its query string is too long to send. */
-function checkQueryString(request: Request): Request {
-  const search = new URL(request.url).search.slice(1);
-  if (search.length <= MAX_QUERY_STRING_BYTES) return request;
-  const longest = search.split("&").reduce((a, b) => (b.length > a.length ? b : a));
+/** `request` as it is, or a 400 {@link MemoryApiError} when its URL is too long to send. */
+function checkUrlLength(request: Request): Request {
+  const url = new URL(request.url);
+  const size = url.pathname.length + url.search.length;
+  if (size <= MAX_URL_BYTES) return request;
+  const longest = url.search.slice(1).split("&").reduce((a, b) => (b.length > a.length ? b : a));
   const name = decodeURIComponent(longest.split("=")[0]!);
   const field = FIELD_OF_PARAMETER[name] ?? name;
-  const message = `makes the request's query string ${search.length} bytes long (encoded); the limit is ${MAX_QUERY_STRING_BYTES} bytes.`;
+  const message = `makes the request's URL ${size} bytes long (encoded); the limit is ${MAX_URL_BYTES} bytes.`;
   throw new MemoryApiError(400, {
     detail: `${field}: ${message}`,
     code: "max_length",
     errors: { [field]: [message] },
-    limit: MAX_QUERY_STRING_BYTES,
-    size: search.length,
+    limit: MAX_URL_BYTES,
+    size,
   });
 }
 

@@ -1,4 +1,4 @@
-export { MAX_QUERY_STRING_BYTES, MemoryClient } from "./client.js";
+export { MAX_URL_BYTES, MemoryClient } from "./client.js";
 export type * from "./client.js";
 export { MemoryApiError } from "./errors.js";
 export type { ErrorBody } from "./errors.js";

@@ -442,6 +442,21 @@ export interface components {
             scope?: (string) | null;
         };
         /**
+         * @description An export document as ``POST import/`` reads it: version 1 has no ``scope``; versions 1
+         *     and 2 no ``happened_at`` or ``expires_at``.
+         */
+        ImportDocumentRequest: {
+            /** @description Always "ilab_memory.export". */
+            format: string;
+            version: number;
+            user_id?: string;
+            /** Format: date-time */
+            exported_at?: string;
+            sessions?: components["schemas"]["ImportSessionRequest"][];
+            observations?: components["schemas"]["ImportObservationRequest"][];
+            revisions?: components["schemas"]["ImportRevisionRequest"][];
+        };
+        /**
          * @description An input shape that refuses fields it does not know (a typo is a 400, never silently dropped).
          *
          *     The views check a body against it with ``body_fields``; the serializer itself documents the
@@ -451,9 +466,96 @@ export interface components {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
             /** @description An export document, as returned by GET export/ (older versions too). */
-            data: components["schemas"]["ExportDocument"];
+            data: components["schemas"]["ImportDocumentRequest"];
             /** @description Put every imported record in this scope: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. Null or absent: each record keeps the scope it names (records of an export without scopes: the shared space). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
+        };
+        /**
+         * @description An export serializer as an import reads it: only ``import_requires`` must be there (the
+         *     other fields have defaults, and older versions lack some).
+         */
+        ImportObservationRequest: {
+            /** Format: uuid */
+            id: string;
+            /** @description A slug below the user (an agent's or a project's); "" is the user's shared space. */
+            scope?: string;
+            /** Format: uuid */
+            session_id: string;
+            type?: string;
+            title: string;
+            content: string;
+            topic_key?: string | null;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            revision_count?: number;
+            duplicate_count?: number;
+            redacted_blocks?: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at?: string;
+            /**
+             * Format: date-time
+             * @description When what it says happened (UTC): the time it was saved unless the writer said.
+             */
+            happened_at?: string;
+            /** Format: date-time */
+            last_seen_at?: string;
+            /** Format: date-time */
+            deleted_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). From then on no read sees it.
+             */
+            expires_at?: string | null;
+        };
+        /**
+         * @description An export serializer as an import reads it: only ``import_requires`` must be there (the
+         *     other fields have defaults, and older versions lack some).
+         */
+        ImportRevisionRequest: {
+            revision: number;
+            /** Format: uuid */
+            session_id?: string | null;
+            type?: string;
+            title: string;
+            content: string;
+            topic_key?: string | null;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: date-time
+             * @description When what this version says happened.
+             */
+            happened_at?: string;
+            /** Format: date-time */
+            written_at: string;
+            /** Format: date-time */
+            replaced_at: string;
+            /** Format: uuid */
+            observation_id: string;
+        };
+        /**
+         * @description An export serializer as an import reads it: only ``import_requires`` must be there (the
+         *     other fields have defaults, and older versions lack some).
+         */
+        ImportSessionRequest: {
+            /** Format: uuid */
+            id: string;
+            /** @description A slug below the user (an agent's or a project's); "" is the user's shared space. */
+            scope?: string;
+            status: components["schemas"]["StatusEnum"];
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            last_activity_at: string;
+            /** Format: date-time */
+            ended_at?: string | null;
+            summary?: string | null;
+            is_auto_generated?: boolean;
+            redacted_blocks?: number;
         };
         /**
          * @description * `context` - context

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { MAX_QUERY_STRING_BYTES, MemoryApiError, MemoryClient } from "../src/index.js";
+import { MAX_URL_BYTES, MemoryApiError, MemoryClient } from "../src/index.js";
 import { type DemoSite, demoSite } from "./demo-site.js";
 
 const USER = "ts-errors";
@@ -64,12 +64,12 @@ test("a query too long for a URL is refused before it is sent, naming the query"
       return fetch(request);
     },
   });
-  const long = await refusal(counting.search("ask ".repeat(MAX_QUERY_STRING_BYTES / 4)));
+  const long = await refusal(counting.search("ask ".repeat(MAX_URL_BYTES / 4)));
   assert.equal(long.status, 400);
   assert.equal(long.code, "max_length");
   assert.deepEqual(Object.keys(long.fieldErrors), ["query"]);
-  assert.equal(long.limit, MAX_QUERY_STRING_BYTES);
-  assert.ok(long.size! > MAX_QUERY_STRING_BYTES);
+  assert.equal(long.limit, MAX_URL_BYTES);
+  assert.ok(long.size! > MAX_URL_BYTES);
   assert.equal(sent, 0);
   // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names the query too.
   const api = await refusal(counting.search("ask ".repeat(200)));

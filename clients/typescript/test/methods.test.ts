@@ -138,3 +138,29 @@ test("export, forget and import round-trip a user's memory", async () => {
   assert.equal(again.observations_created, 0);
   assert.equal((await memory.stats({ scope: "*" })).observations, stats.observations);
 });
+
+test("import takes a version 1 document, written before scopes and time", async () => {
+  const user = "ts-methods-v1";
+  const session = "11111111-1111-4111-8111-111111111111";
+  const imported = await memory.import(
+    {
+      format: "ilab_memory.export",
+      version: 1,
+      sessions: [
+        { id: session, status: "completed", started_at: "2025-01-02T10:00:00Z", last_activity_at: "2025-01-02T10:05:00Z",
+          ended_at: "2025-01-02T10:06:00Z", summary: "Talked about tea." },
+      ],
+      observations: [
+        { id: "22222222-2222-4222-8222-222222222222", session_id: session, title: "Tea", content: "Likes green tea.",
+          created_at: "2025-01-02T10:01:00Z" },
+      ],
+      revisions: [],
+    },
+    { user_id: user },
+  );
+  assert.equal(imported.observations_created, 1);
+  const [found] = await memory.search("green tea", { user_id: user });
+  assert.equal(found?.title, "Tea");
+  assert.equal(found?.scope, "");
+  await memory.forget({ user_id: user, confirm: user });
+});
