@@ -17,8 +17,8 @@ the code spells), or a word of Django, Python or SQL listed below.
 
 from __future__ import annotations
 
+import ast
 import importlib
-import inspect
 import pkgutil
 import re
 import subprocess
@@ -155,74 +155,111 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 FRAMEWORK_WORDS = {"save", "update", "update_fields", "bulk_create", "objects.create", "select_for_update",
                    "QuerySet.update", "QuerySet.delete", "Manager.raw", "_meta", "migrate", "pre_save",
                    "post_save", "pre_delete", "post_delete", "django.utils.timezone.now", "now", "None",
-                   "TypeError", "BEGIN", "UPDATE", "RETURNING", "ORDER BY"}
+                   "TypeError", "BEGIN", "UPDATE", "RETURNING", "ORDER BY", "FOR UPDATE", "UPDATE … RETURNING",
+                   "transaction_mode", "pk", "get", "objects", "embedding vector", "Q", "transaction.on_commit"}
 IDENTIFIER = re.compile(r"^\.?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+CALL = re.compile(r"^([\w.]+)\((?:[^()]|\([^()]*\))*\)((?:\.\w+)*)$")  # `f(x).attr`: f, then .attr
+KEYWORD = re.compile(r"^(\w+)=")  # `update_fields=["deleted_at"]`
+INDEX = re.compile(r"^\(([^()]*)\)( WHERE .*)?$")  # an index's columns, and what its WHERE keeps
+COMPARISON = re.compile(r"^(\w+) (?:=|IN\b|IS\b)")  # `user_id = x`, `deleted_at IS NULL`
 
 
 @cache
-def library_names() -> dict[str, object]:
-    """Every name the library defines: its modules, their attributes (its own classes first), and
-    those classes' attributes, by last name."""
+def library_names() -> frozenset[str]:
+    """Every name the library's own source defines or spells: modules, functions, classes,
+    assignments (``self.x`` too), parameters, keywords of calls and identifier-like strings."""
+    names: set[str] = set()
+    for name in repository_files():
+        if not (name.startswith("ilab_memory/") and name.endswith(".py")) or "/migrations/" in name:
+            continue
+        path = Path(name)
+        names.update(part for part in (*path.parent.parts, path.stem) if part != "__init__")
+        for node in ast.walk(ast.parse((ROOT / name).read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)
+    return frozenset(names)
+
+
+@cache
+def library_objects() -> dict[str, object]:
+    """The library's modules and the classes and functions it defines, by name (what a dotted
+    span like ``Reach.sql`` starts with)."""
     modules = [ilab_memory] + [importlib.import_module(info.name)
                                for info in pkgutil.walk_packages(ilab_memory.__path__, "ilab_memory.")
                                if ".migrations" not in info.name]
-    names: dict[str, object] = {}
+    objects: dict[str, object] = {}
     for module in modules:
-        names.setdefault(module.__name__.rsplit(".", 1)[-1], module)
+        objects.setdefault(module.__name__.rsplit(".", 1)[-1], module)
         for name, value in vars(module).items():
             if getattr(value, "__module__", "").startswith("ilab_memory"):
-                names[name] = value  # the library's own over an import of the same name
-                if inspect.isclass(value):
-                    for member in dir(value):
-                        names.setdefault(member, getattr(value, member, None))
-            else:
-                names.setdefault(name, value)
-    return names
+                objects[name] = value
+    return objects
 
 
 @cache
-def model_names() -> set[str]:
+def model_columns() -> frozenset[str]:
     from django.apps import apps
 
-    models = apps.get_app_config("ilab_memory").get_models()
-    return ({field.name for model in models for field in model._meta.get_fields()}
-            | {index.name for model in models for index in model._meta.indexes}
-            | {constraint.name for model in models for constraint in model._meta.constraints})
+    models = list(apps.get_app_config("ilab_memory").get_models())
+    return frozenset({field.name for model in models for field in model._meta.get_fields()}
+                     | {field.column for model in models for field in model._meta.concrete_fields}
+                     | {index.name for model in models for index in model._meta.indexes})
+
+
+def _known_name(span: str) -> bool:
+    """Whether a name, dotted or not, is the library's: ``.method`` of a manager or queryset,
+    ``Object.attr…`` of a library object, or a bare name its source defines or spells."""
+    from django.apps import apps
+
+    if span in FRAMEWORK_WORDS:
+        return True
+    if DOTTED.match(span) and (resolved := resolves(span)) is not None:
+        return resolved
+    head, *rest = span.lstrip(".").split(".")
+    if span.startswith("."):
+        return any(hasattr(model.objects, head) for model in apps.get_app_config("ilab_memory").get_models())
+    if head in library_objects():
+        return attributes_exist(library_objects()[head], rest)
+    return not rest and (head in library_names() or head in model_columns())
 
 
 def unknown_to_the_library(page: Path) -> list[str]:
-    """The names in code type of ``page`` that neither the checks above nor the library know."""
-    from django.apps import apps
-
-    source = "\n".join((ROOT / name).read_text(encoding="utf-8") for name in repository_files()
-                       if name.startswith("ilab_memory/") and name.endswith(".py"))
+    """The names in code type of ``page`` that the library does not define: each span is a
+    command, a folder, a file, a call (its callee and the attributes read from its result), a
+    keyword, an index's column list, a comparison, or a name."""
     unknown = []
-    for span in dict.fromkeys(cited(page)):
-        if span.startswith("manage.py "):  # a command of the library
-            span = span.split()[1]
-            if not any(name.endswith(f"/management/commands/{span}.py") for name in repository_files()):
-                unknown.append(span)
+    for span in dict.fromkeys(CODE_SPAN.findall(page.read_text(encoding="utf-8"))):
+        span = span.strip().rstrip(".,:;")
+        if not span or span in FRAMEWORK_WORDS or UPPER.match(span) or span in ('""', "''"):
             continue
-        if span.endswith("/"):  # a folder of the library
-            if not (ROOT / "ilab_memory" / span).is_dir():
-                unknown.append(span)
-            continue
-        if PATH.match(span):
+        if span.startswith("manage.py "):
+            command = span.split()[1]
+            known = any(name.endswith(f"/management/commands/{command}.py") for name in repository_files())
+        elif span.endswith("/"):
+            known = (ROOT / "ilab_memory" / span).is_dir()
+        elif PATH.match(span):
             continue  # a file: checked by missing_names
-        span = span.replace("/", ".")  # `services/transactions.atomic_with_retry`
-        if span in FRAMEWORK_WORDS or not IDENTIFIER.match(span) or UPPER.match(span):
-            continue
-        if DOTTED.match(span) and (resolved := resolves(span)) is not None:
-            if not resolved:
-                unknown.append(span)
-            continue
-        head, *rest = span.lstrip(".").split(".")
-        if span.startswith("."):  # a manager's or queryset's method
-            known = any(hasattr(model.objects, head) for model in apps.get_app_config("ilab_memory").get_models())
-        elif head in library_names():
-            known = attributes_exist(library_names()[head], rest)
+        elif match := INDEX.match(span):
+            columns = [column.split()[0] for column in match.group(1).split(",")]
+            known = all(column in model_columns() for column in columns)
+        elif match := CALL.match(span.replace("/", ".")):
+            callee, after = match.groups()
+            known = _known_name(callee) and all(name in library_names() or name in model_columns()
+                                                for name in after.split(".")[1:])
+        elif match := KEYWORD.match(span) or COMPARISON.match(span):
+            known = _known_name(match.group(1)) or match.group(1) in model_columns()
+        elif IDENTIFIER.match(span.replace("/", ".")):
+            known = _known_name(span.replace("/", "."))
         else:
-            known = not rest and (head in model_names() or f"{head}=" in source or f'"{head}"' in source)
+            known = False  # a span of another shape: name it in FRAMEWORK_WORDS or reword the page
         if not known:
             unknown.append(span)
     return unknown
@@ -234,9 +271,13 @@ def test_the_architecture_page_names_only_what_the_code_defines():
 
 def test_a_name_the_library_does_not_define_is_caught(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("`Reach.sql` and `clean_read_reach` and `.live` and `reason` exist; `Reach.no_such_method`, "
-                    "`clean_everything`, `.no_such_queryset`, `no_such_keyword`, `manage.py ilab_memory_nothing`, "
-                    "`nowhere/` and `services/nowhere.f` do not.")
-    assert unknown_to_the_library(page) == ["Reach.no_such_method", "clean_everything", ".no_such_queryset",
-                                            "no_such_keyword", "ilab_memory_nothing", "nowhere/",
-                                            "services.nowhere.f"]
+    page.write_text(
+        "`Reach.sql`, `clean_read_reach`, `.live`, `reason`, `Session.objects.get(pk=session_id).scope`, "
+        "`(user_id, scope, dedupe_hash, created_at DESC) WHERE live` and `update_fields=[\"x\"]` exist; "
+        "`Reach.no_such_method`, `clean_everything`, `.no_such_queryset`, `no_such_keyword`, `ope`, "
+        "`manage.py ilab_memory_nothing`, `nowhere/`, `services/nowhere.f`, `Reach.q(x).no_such_attribute`, "
+        "`(user_id, no_such_column DESC)`, `no_such_keyword=1` and `two words` do not.")
+    assert unknown_to_the_library(page) == [
+        "Reach.no_such_method", "clean_everything", ".no_such_queryset", "no_such_keyword", "ope",
+        "manage.py ilab_memory_nothing", "nowhere/", "services/nowhere.f", "Reach.q(x).no_such_attribute",
+        "(user_id, no_such_column DESC)", "no_such_keyword=1", "two words"]
