@@ -498,8 +498,8 @@ class ExportRevisionSerializer(ObservationRevisionRecordSerializer):
 
 
 class ExportDocumentSerializer(serializers.Serializer):
-    """What ``GET export/`` answers and ``POST import/`` takes (older versions are read too:
-    version 1 has no ``scope``, versions 1 and 2 no ``happened_at`` or ``expires_at``)."""
+    """What ``GET export/`` answers: a document of the current version (``POST import/`` takes
+    it and older ones: ``ImportDocumentSerializer``)."""
 
     format = serializers.CharField(help_text=_('Always "ilab_memory.export".'))
     version = serializers.IntegerField(min_value=1)

@@ -17,6 +17,7 @@ redacts again, so a hand-edited document cannot smuggle one in.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +60,7 @@ def _fail(field: str, message: str, code: str = "invalid"):
     raise ValidationError(field, message, code=code)
 
 
+@functools.cache  # asked once per row of a document: the answer depends only on the version
 def _optional(fields: tuple, required: tuple, *, scoped: bool = True) -> tuple:
     """A record's other fields, ``scope`` only in versions that have it."""
     return tuple(name for name in fields if name not in required and (scoped or name != "scope"))

@@ -338,8 +338,8 @@ export interface components {
             size?: number;
         };
         /**
-         * @description What ``GET export/`` answers and ``POST import/`` takes (older versions are read too:
-         *     version 1 has no ``scope``, versions 1 and 2 no ``happened_at`` or ``expires_at``).
+         * @description What ``GET export/`` answers: a document of the current version (``POST import/`` takes
+         *     it and older ones: ``ImportDocumentSerializer``).
          */
         ExportDocument: {
             /** @description Always "ilab_memory.export". */
