@@ -97,14 +97,15 @@ export class MemoryClient {
 
   constructor(options: MemoryClientOptions) {
     const root = new URL(options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`);
-    const send = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+    const fetcher = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+    // The URL is measured as sent: on the API's real mount, after any rewrite below.
+    const send = (request: Request) => fetcher(checkUrlLength(request));
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
     if (options.token !== undefined) headers.Authorization = `Token ${options.token}`;
-    const mounted = root.pathname === SCHEMA_PREFIX ? send : (request: Request) => remount(request, root, send);
     this.http = createClient<paths>({
       baseUrl: root.origin,
       headers,
-      fetch: (request) => mounted(checkUrlLength(request)),
+      fetch: root.pathname === SCHEMA_PREFIX ? send : (request) => remount(request, root, send),
     });
     this.userId = options.userId;
   }
