@@ -103,10 +103,14 @@ def bank_words(questions: dict[str, list[str]]) -> set[str]:
 
 
 def outcome(kind: str, user_id: str, query: str, results) -> dict:
-    """One query's record: how many results, how many found by meaning only, the best value."""
-    meaning_only = sum(r.score.breakdown.get("relevance") is None for r in results)
+    """One query's record: how many results, how many found by meaning only (and of those how
+    many are marked weak), how many are weak in all, the best value."""
+    meaning_only = [r for r in results if r.score.breakdown.get("relevance") is None]
     return {"kind": kind, "user_id": user_id, "query": query, "results": len(results),
-            "meaning_only": meaning_only, "top_value": results[0].score.value if results else 0.0}
+            "meaning_only": len(meaning_only),
+            "meaning_only_weak": sum(bool(r.score.breakdown.get("weak")) for r in meaning_only),
+            "weak": sum(bool(r.score.breakdown.get("weak")) for r in results),
+            "top_value": results[0].score.value if results else 0.0}
 
 
 def summarize(records: list[dict]) -> dict:

@@ -11,15 +11,18 @@
   ``post_migrate``) and give each SQLite connection its terms table; the migrations hold their
   own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
-* ``semantic``: the query's cosine to the user's vectors, when an embedder is set, and the
-  feedback pass (the query's vector moved toward its first results).
-* ``fusion``: one SearchScore per candidate from its words, meaning and age, and the evidence a
-  result needs.
+* ``lexicon``: whether a query holds any word of a supported language (letter strings find nothing).
+* ``semantic``: the query's cosine to the user's vectors, when an embedder is set, the user's
+  null (``calibration``), and the feedback pass (the query's vector moved toward its first results).
+* ``fusion``: the one decision: each candidate's evidence judged by a table of rules, what is
+  kept (weak results marked and capped, a short tail) and how it ranks.
 
 Ranking and the score are explained in docs/scoring.md.
 """
 
 from __future__ import annotations
+
+import functools
 
 from django.utils import timezone
 
@@ -41,8 +44,9 @@ from ...visibility import Window, clean_window
 from .. import embedding
 from . import fusion, semantic
 from .lexical import CANDIDATE_EXTRA, MODE_ALL, MODE_ANY, matching_rows
+from .lexicon import has_words
 from .periods import Period, read_period
-from .query import STOP_WORDS, parse_query, reads_as_nonwords, tokens
+from .query import STOP_WORDS, parse_query, tokens
 from .sqlite import SQLITE_TABLE
 
 __all__ = ["SQLITE_TABLE", "STOP_WORDS", "clean_query", "observation_search", "parse_query", "tokens"]
@@ -103,6 +107,9 @@ def observation_search(
     count = limit + CANDIDATE_EXTRA
     engine, rows = matching_rows(parsed, user_id=user_id, reach=reach, type=type, head=preview_chars + 1, count=count,
                                  window=window, config=config, using=using)
+    words_found = any(row.coverage > 0 for row in rows)
+    if not words_found and not has_words(query):
+        return []  # letter strings no language spells, held by no memory: nothing to find (``lexicon``)
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
     also = lexical
@@ -110,49 +117,47 @@ def observation_search(
         # The nearest memories may all lie outside the period: every one inside it is weighed
         # (one query more; words alone need none, their statement keeps to the period).
         also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
-    words_found = any(row.coverage > 0 for row in rows)
     nearest = max(count, fusion.POOL_SIZE)
-    meaning = semantic.meaning(user_id, reach, query, n=nearest, also=also, words_found=words_found,
-                               nonwords=reads_as_nonwords(parsed), config=config, using=using)
-
-    def with_rows_of(candidates: dict, meaning: semantic.Meaning) -> dict:
-        """``candidates`` and the rows of the memories found by meaning alone."""
-        missing = [pk for pk in meaning.cosines if pk not in candidates]
-        if not missing:
-            return candidates
-        found = Observation.objects.using(using).live_for_user(user_id, config).filter(
-            reach.q(), window.q(), pk__in=missing)
-        if type is not None:
-            found = found.filter(type=type)
-        return {**candidates, **{row.id: row for row in with_content_head(found, preview_chars=preview_chars)}}
-
-    candidates = with_rows_of(dict(lexical), meaning)
+    meaning = semantic.meaning(user_id, reach, query, n=nearest, also=also, config=config, using=using)
+    candidates = _with_rows_of(dict(lexical), meaning, user_id=user_id, reach=reach, window=window, type=type,
+                               config=config, using=using)
     period = read_period(query, now=now, time_zone=time_zone)
-    feedback = words_found and meaning.vector is not None
-    scored = _fuse(candidates, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
-                   now=now, limit=None if feedback else limit)
+    judge = functools.partial(_decide, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
+                              user_id=user_id, config=config, using=using)
+    feedback = "feedback" in fusion.ACTIVE and words_found and meaning.vector is not None
+    scored = judge(candidates, meaning, limit=None if feedback else limit)
     first = scored[:semantic.FEEDBACK_MEMORIES]
-    if feedback and first and all(signals.vector for signals, _ in first):
+    if feedback and first and all(judged.evidence.cosine is not None for judged, _ in first):
         # A second pass, the query's vector moved toward its first results (``semantic.
-        # with_feedback``); only for a query that shares words with the user's memories, so a
-        # query about nothing they said is not pulled toward whatever came nearest, and only
-        # when its first results were all judged on their meaning too (none waits for its
-        # vector: a backlog's first pass is not one to follow). It reorders what the query
-        # found and adds nothing the query itself did not find.
+        # with_feedback``); only for a query that shares words with the user's memories and
+        # whose first results were all judged on their meaning (none waits for its vector).
+        # It reorders what the query found and adds nothing the query itself did not find.
         found = {row.id: row for _, row in scored}
         meaning = semantic.with_feedback(meaning, [row.id for _, row in first], user_id=user_id, reach=reach,
                                          n=nearest, also=found, config=config, using=using)
-        scored = _fuse(found, reach=reach, engine=engine, lexical=lexical, meaning=meaning, period=period,
-                       now=now, limit=limit)
-    scored = scored[:limit]
+        scored = judge(found, meaning, limit=limit)
     read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
     return [
-        observation_compact(row, preview_chars=preview_chars, score=signals.score(
+        observation_compact(row, preview_chars=preview_chars, score=judged.score(
             engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
             period=read,
         ))
-        for signals, row in scored
+        for judged, row in scored[:limit]
     ]
+
+
+def _with_rows_of(candidates: dict, meaning: semantic.Meaning, *, user_id: str, reach: Reach, window: Window,
+                  type: str | None, config: Config, using: str) -> dict:
+    """``candidates`` and the rows of the memories found by meaning alone."""
+    missing = [pk for pk in meaning.cosines if pk not in candidates]
+    if not missing:
+        return candidates
+    found = Observation.objects.using(using).live_for_user(user_id, config).filter(
+        reach.q(), window.q(), pk__in=missing)
+    if type is not None:
+        found = found.filter(type=type)
+    rows = with_content_head(found, preview_chars=config.PREVIEW_CHARS)
+    return {**candidates, **{row.id: row for row in rows}}
 
 
 def _in_window(user_id: str, reach: Reach, window: Window, *, config: Config, using: str) -> list:
@@ -161,28 +166,31 @@ def _in_window(user_id: str, reach: Reach, window: Window, *, config: Config, us
     return list(rows.values_list("pk", flat=True))
 
 
-def _fuse(candidates: dict, *, reach: Reach, engine: str, lexical: dict, meaning: semantic.Meaning,
-          period: Period | None, now, limit: int | None) -> list:
-    """The best ``limit`` (None: all) of ``candidates`` with evidence, as (fusion.Signals, row), best first:
-    each candidate's words (``lexical`` rows' relevance), meaning (``meaning.cosines``) and
-    recency, and whether it happened in the ``period`` the query names; on equal values the
-    reader's own scope first. Ages are counted at ``now``."""
-    cosines, model = meaning.cosines, meaning.calibration
-    pool = None
-    if meaning.model_id is not None:
-        pool = fusion.CosinePool.of(cosines.values(), prior=None if model is None else (
-            model.unrelated_cosine, model.unrelated_deviation))
-    scored = []
+def _decide(candidates: dict, meaning: semantic.Meaning, *, reach: Reach, engine: str, lexical: dict,
+            period: Period | None, now, limit: int | None, user_id: str, config: Config, using: str) -> list:
+    """The kept ``candidates`` as (fusion.Judged, row), best first (``fusion.decide``): each
+    one's words (``lexical`` rows), meaning (``meaning.cosines``), age at ``now`` and whether it
+    happened in the ``period`` the query names; on equal values the reader's own scope first."""
+    cosines = meaning.cosines
+    evidence = []
     for pk, row in candidates.items():
         match = lexical.get(pk)
-        signals = fusion.signals(
-            engine=engine, relevance=float(match.relevance) if match else None,
-            all_terms=bool(match and match.all_terms), coverage=float(match.coverage) if match else 0.0,
-            cosine=cosines.get(pk), pool=pool, threshold=meaning.threshold,
+        evidence.append((fusion.Evidence(
+            relevance=float(match.relevance) if match else None, all_terms=bool(match and match.all_terms),
+            coverage=float(match.coverage) if match else 0.0, cosine=cosines.get(pk),
             recency=fusion.recency_factor((now - row.updated_at).total_seconds() / 86400),
-        ).in_period(period is not None and row.happened_at in period)
-        if signals.evidence:
-            scored.append((signals, row))
-    scored.sort(key=lambda item: (item[0].value, reach.is_own(item[1].scope), item[1].updated_at, str(item[1].id)),
-                reverse=True)
-    return scored if limit is None else scored[:limit]
+            in_period=period is not None and row.happened_at in period,
+            own_cosine=None if meaning.own is None else meaning.own.get(pk),
+        ), row))
+    evidence.sort(key=lambda pair: (reach.is_own(pair[1].scope), pair[1].updated_at, str(pair[1].id)), reverse=True)
+    context = fusion.Context(engine)
+    if meaning.model_id is not None:
+        model = meaning.calibration
+        pool = fusion.CosinePool.of(cosines.values(), prior=None if model is None else (
+            model.unrelated_cosine, model.unrelated_deviation))
+        # The user's null is read only when a candidate's words are not enough on their own.
+        null = None
+        if any(fusion.may_be_weak(e) for e, _ in evidence):
+            null = semantic.null(meaning, user_id=user_id, reach=reach, config=config, using=using)
+        context = fusion.Context(engine, pool, null)
+    return fusion.decide(evidence, context, limit=limit)

@@ -12,19 +12,16 @@ store is not about (``background.txt``) and generated non-words. Their vectors a
   imagined memory of fusion's cosine pool: what a query's nearest memories look like when none
   is related (for e5-small 0.80 ± 0.01, where all unrelated pairs average 0.76).
 * **a user's null** (``null_of``): the bank scored against the user's own vectors. Each
-  background query's nearest memory shows how near the best memory of a query about nothing the
-  user said comes. A query that shares no word with any memory keeps a result only when that
-  result comes nearer than all but ``NULL_SHARE_QUESTIONS`` of the questions' nearest and all
-  but ``NULL_SHARE_NONWORDS`` of the non-words' nearest: a p-value per user, not a cosine per
-  model. Non-words get a null of their own because they lie nearer to everything than real
-  questions do with some models (e5 among them).
+  background question's nearest memory shows how near the best memory of a question about
+  nothing the user said comes. A result whose words are not enough stands on its meaning only
+  when it comes nearer than all but NULL_SHARE of the questions' nearest: a p-value per user,
+  not a cosine per model. Below it the result is weak, never dropped (``fusion``).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import random
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -36,42 +33,21 @@ from ...models import EmbedderCalibration, first_or_none
 from .fusion import POOL_SIZE
 
 BANK_FILE = Path(__file__).with_name("background.txt")
-NONWORDS = 48
-# A query without a word match keeps a meaning-only result only when that result is nearer than
-# the nearest memory of all but these shares of the background questions and non-words.
-NULL_SHARE_QUESTIONS = 0.08
-NULL_SHARE_NONWORDS = 0.02
-
-
-def nonwords(count: int = NONWORDS, seed: int = 1) -> list[str]:
-    """Generated strings of non-words: consonant runs, pronounceable nonsense, keyboard mash."""
-    rng = random.Random(seed)
-    consonants, vowels = "bcdfghjklmnpqrstvwxz", "aeiou"
-    made = []
-    for i in range(count):
-        if i % 3 == 0:
-            words = ["".join(rng.choice(consonants) for _ in range(rng.randint(4, 9)))]
-        elif i % 3 == 1:
-            words = ["".join(rng.choice(consonants) + rng.choice(vowels) + rng.choice(["", "r", "n", "ft", "sk", "x"])
-                             for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
-        else:
-            words = ["".join(rng.choice("qwertyuiopasdfghjklzxcvbnm") for _ in range(rng.randint(3, 7)))
-                     for _ in range(rng.randint(1, 2))]
-        made.append(" ".join(words))
-    return made
+# A result stands on its meaning when it is nearer than the nearest memory of all but this share
+# of the background questions.
+NULL_SHARE = 0.08
 
 
 @functools.cache
-def bank() -> tuple[list[str], list[str]]:
-    """(background questions, generated non-words), read once per process: every search asks."""
+def bank() -> list[str]:
+    """The background questions, read once per process: every search asks."""
     lines = BANK_FILE.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")], nonwords()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
 @functools.cache
 def bank_digest() -> str:
-    questions, made = bank()
-    return hashlib.sha256("\n".join(questions + ["--"] + made).encode("utf-8")).hexdigest()
+    return hashlib.sha256("\n".join(bank()).encode("utf-8")).hexdigest()
 
 
 class Calibration(NamedTuple):
@@ -85,12 +61,11 @@ class Calibration(NamedTuple):
 
 
 def _measure_now(embedder) -> Calibration:
-    """The bank embedded by ``embedder`` (questions and non-words as queries, questions as
-    passages) and what it measures."""
+    """The bank embedded by ``embedder`` (as queries and as passages) and what it measures."""
     import numpy as np
 
-    questions, made = bank()
-    queries = np.stack([embedder.embed_query(text) for text in questions + made]).astype(np.float32)
+    questions = bank()
+    queries = np.stack([embedder.embed_query(text) for text in questions]).astype(np.float32)
     passages = np.asarray(embedder.embed_passages(questions), dtype=np.float32)
     return _measure(embedder.model_id, queries, passages, len(questions))
 
@@ -193,13 +168,12 @@ def forget_cache() -> None:
 
 
 def null_of(calibration: Calibration, rows) -> float:
-    """The cosine a result with no word of the query must pass, for a user whose vectors in the
+    """The cosine a result must pass to stand on its meaning, for a user whose vectors in the
     reader's reach are ``rows`` (a numpy matrix); infinite for a user with none."""
     import numpy as np
 
     if len(rows) == 0:
         return float("inf")
-    nearest = (calibration.queries @ rows.T).max(axis=1)
-    questions, made = nearest[: calibration.questions], nearest[calibration.questions:]
-    return float(max(np.quantile(questions, 1 - NULL_SHARE_QUESTIONS), np.quantile(made, 1 - NULL_SHARE_NONWORDS)))
+    nearest = (calibration.queries[: calibration.questions] @ rows.T).max(axis=1)
+    return float(np.quantile(nearest, 1 - NULL_SHARE))
 

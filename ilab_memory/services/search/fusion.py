@@ -1,37 +1,31 @@
-"""Fusion: one SearchScore per candidate from its words, its meaning and its age.
+"""The one decision of a search: from each candidate's evidence, what is kept and how it ranks.
+
+Every candidate (a memory that holds a word of the query, or one of the query's nearest by
+meaning) arrives with its ``Evidence``: its words (the engine's relevance, whether it holds every
+term, the idf-weighted share of the terms it holds), its meaning (its cosine to the query, None
+while its vector has not arrived) and its age. ``decide`` judges each one on its own evidence and
+then the list as a whole, by the rules of ``RULES`` in that order; each rule is named, has its
+unit test (tests/test_fusion.py) and its measured gain (docs/search.md).
 
 value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
 
-  lexical   COVERAGE_SHARE × coverage, the idf-weighted share of the query's terms the memory
-            holds (1 when it holds all), plus the rest of one by its relevance:
-            (1 − COVERAGE_SHARE) × relevance / (relevance + LEXICAL_HALF). Relevance is the
-            engine's own (bm25 on SQLite, idf-weighted ts_rank on PostgreSQL, both with the
-            user's own collection statistics) on one absolute scale, never divided by the query's
-            best match, so a weak match scores low whatever else the user has. Coverage counts on
-            its own because "the memory holds what you asked" does not saturate with repeats.
-  semantic  standing / STANDING_SPAN, within [0, 1]: ``standing`` is how many standard
-            deviations the memory's cosine lies above the query's pool (its POOL_SIZE nearest
-            memories and one imagined unrelated memory). e5's raw cosines crowd into a narrow
-            band whose place moves with the query, so a memory's standing among the user's own
-            memories is what tells an answer apart. A memory holding every term of the query
-            is an exact match: its semantic part is 1 whatever its vector says, so a short
-            query's noisy vector never sinks it. A memory whose vector has not arrived has its
-            lexical part as its semantic part (1 for an exact match).
-  recency   a gentle tie-breaker (``recency_factor``)
+  lexical   COVERAGE_SHARE × coverage plus the rest of one by the relevance:
+            (1 − COVERAGE_SHARE) × relevance / (relevance + LEXICAL_HALF), on one absolute
+            scale per engine (never divided by the query's best match).
+  semantic  standing / STANDING_SPAN within [0, 1]: how many standard deviations the memory's
+            cosine lies above the query's pool (its POOL_SIZE nearest memories and one imagined
+            unrelated memory, the model's ``calibration``).
+  recency   a gentle tie-breaker (``recency_factor``).
 
-A date phrase in the query ("last week", ``periods``) multiplies the value of a memory that
-happened in the period it names by PERIOD_BOOST (at most 1): a boost, never a filter, so a
-wrong reading reorders and hides nothing.
+Words only (no embedder), the value is ``lexical × recency``. The value lies in [0, 1] and means
+the same for every query of one configuration.
 
-The value lies in [0, 1] and means the same for every query of one configuration (words only, it
-is ``lexical × recency``): 1 is every term of the query, at
-full strength, in a memory far nearer in meaning than the rest. A candidate is a result only
-with evidence: a word of the query (not one of a question's function words, see
-``query.any_terms``), or a cosine above the pool's mean (and, when no memory holds a word of
-the query, above the user's null: ``calibration``). A memory without a vector yet is valued by
-its words alone: its semantic part is its lexical part, so its value is ``lexical × recency``,
-what words-only search gives it (an exact match's is 1, as with a vector). docs/search.md shows
-how the constants were chosen and what was tried.
+A result is **weak** when the search reads meaning and neither its words nor its meaning are
+enough: it holds less than WORDS_ENOUGH of the query's weighted words and its cosine does not
+pass the user's null (the nearest that questions about nothing the user said come,
+``calibration.null_of``). A weak result stays, marked (``weak`` and ``evidence`` in the
+breakdown), and only the WEAK_CAP best of them are returned: an agent drops them with
+``min_score`` or the mark; the library does not drop true answers for it.
 """
 
 from __future__ import annotations
@@ -53,17 +47,33 @@ LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 RECENCY_FLOOR = 0.75
 RECENCY_HALF_LIFE_DAYS = 30.0
 
-# What happened in the period a query names, against what did not (``in_period``). Chosen on the
-# dated development set (benchmarks/time_search.py) and LongMemEval dev among 1.1, 1.25, 1.5 and 2:
-# 1.5 lifts the most answers while a misleading phrase costs no more than at 1.25; 2 starts to
-# cost rank there. Confirmed on LongMemEval val (docs/benchmarks.md, "Time").
+# What happened in the period a query names, against what did not.
 PERIOD_BOOST = 1.5
 
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
-# The pool's imagined unrelated memory weighs as much as one memory. Its cosine and spread are
-# the model's own (``calibration``): e5 puts unrelated texts near 0.8, other models elsewhere.
+# The pool's imagined unrelated memory weighs as much as one memory.
 PRIOR_WEIGHT = 1
+
+# Evidence: the share of the query's weighted words a memory must hold to stand on its words.
+WORDS_ENOUGH = 0.5
+# At most this many weak results; below a strong first result, none valued under TAIL_SHARE of it.
+WEAK_CAP = 3
+TAIL_SHARE = 0.3
+
+# The rules, in the order ``decide`` applies them. A benchmark may run without one
+# (``benchmarks/tune.py``): ``ACTIVE`` is the set in force.
+RULES = {
+    "exact-match": "a memory holding every term of the query has semantic 1: no vector sinks an exact match",
+    "waiting-by-words": "a memory whose vector has not arrived has its lexical part as its semantic part",
+    "prefix-needs-meaning": "a match through the fallback's prefixes alone is evidence only where meaning cannot judge",
+    "period-boost": "a memory that happened in the period the query names is worth PERIOD_BOOST times more",
+    "weak-meaning": "a result with neither WORDS_ENOUGH of the words nor a cosine above the user's null is weak",
+    "weak-cap": "at most WEAK_CAP weak results",
+    "short-tail": "below a strong first result, nothing valued under TAIL_SHARE of it",
+    "feedback": "a query sharing words is moved toward its first results' vectors and its finds scored again",
+}
+ACTIVE = frozenset(RULES)
 
 
 def recency_factor(age_days: float) -> float:
@@ -96,70 +106,125 @@ class CosinePool(NamedTuple):
         return (cosine - self.mean) / self.deviation
 
 
-class Signals(NamedTuple):
+class Evidence(NamedTuple):
+    """What one candidate brings: ``relevance`` None when no word matched, ``all_terms`` whether
+    it holds every term, ``coverage`` the idf-weighted share of the terms it holds (1 with all),
+    ``cosine`` None without a vector (yet) or in a words-only search."""
+
     relevance: float | None
     all_terms: bool
     coverage: float
-    lexical: float
     cosine: float | None
+    recency: float
+    in_period: bool = False
+    own_cosine: float | None = None  # the query's own cosine when ``cosine`` is the moved query's (feedback)
+
+
+class Judged(NamedTuple):
+    """A candidate judged: its evidence and what the rules made of it."""
+
+    evidence: Evidence
+    lexical: float
     standing: float | None
     semantic: float
-    recency: float
     value: float
-    evidence: bool
-    vector: bool = True  # False: the memory's vector has not arrived, its meaning was not read
-    period: float = 1.0  # PERIOD_BOOST when it happened in the period the query names, else 1
-
-    def in_period(self, inside: bool) -> Signals:
-        """These signals for a memory that happened inside (or outside) the query's period."""
-        if not inside:
-            return self
-        return self._replace(period=PERIOD_BOOST, value=min(1.0, self.value * PERIOD_BOOST))
+    kind: str | None  # "words", "meaning", "words+meaning"; None: no evidence, not a result
+    weak: bool
+    period: float = 1.0  # PERIOD_BOOST when it happened in the period the query names
 
     def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str,
               period: dict | None = None) -> SearchScore:
+        e = self.evidence
         breakdown = {
-            "engine": engine, "mode": mode, "terms": terms, "relevance": self.relevance,
-            "all_terms": self.all_terms, "coverage": self.coverage, "lexical": self.lexical, "recency": self.recency, "scope": scope,
+            "engine": engine, "mode": mode, "terms": terms, "relevance": e.relevance, "all_terms": e.all_terms,
+            "coverage": e.coverage, "lexical": self.lexical, "recency": e.recency, "scope": scope,
+            "evidence": self.kind, "weak": self.weak,
         }
         if period is not None:  # the period the query named, as read, and this memory's factor
             breakdown.update(period=period, period_boost=self.period)
         if model_id is not None:
             breakdown.update(
-                model=model_id, vector=self.vector, cosine=self.cosine, standing=self.standing,
+                model=model_id, vector=e.cosine is not None, cosine=e.cosine, standing=self.standing,
                 semantic=self.semantic, weights={"lexical": LEXICAL_WEIGHT, "semantic": SEMANTIC_WEIGHT},
             )
         return SearchScore(value=self.value, breakdown=breakdown)
 
 
-def signals(*, engine: str, relevance: float | None, all_terms: bool, coverage: float, cosine: float | None,
-            pool: CosinePool | None, recency: float, threshold: float | None = None) -> Signals:
-    """One candidate's signals: ``relevance`` None when no word matched, ``all_terms`` whether
-    every term did, ``coverage`` the idf-weighted share of the terms it holds (1 with all), ``cosine`` None without a vector (yet), ``pool`` None when the query has no
-    vector (words only: the value is then ``lexical × recency``). ``threshold``: the cosine a
-    result with no word of the query must pass besides standing out (None: standing out is enough)."""
-    relevance = max(relevance, 0.0) if relevance is not None else None
-    lexical = 0.0
-    if relevance is not None:
-        lexical = COVERAGE_SHARE * coverage + (1 - COVERAGE_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
-    # A word of the query held whole is evidence. A match through the fallback's prefixes alone
-    # ("grows" finding "growth") is evidence only where nothing else can judge it: in words-only
-    # search, or for a memory whose vector has not arrived; with a vector it must also mean it.
-    words = relevance is not None and (coverage > 0 or pool is None or cosine is None)
+class Context(NamedTuple):
+    """What the whole query brings: the engine, the pool of its cosines (None: words only) and
+    the user's null (None: not known, every result found by meaning alone is weak)."""
+
+    engine: str
+    pool: CosinePool | None = None
+    null: float | None = None
+
+
+def lexical_part(engine: str, relevance: float | None, coverage: float) -> float:
+    if relevance is None:
+        return 0.0
+    relevance = max(relevance, 0.0)
+    return COVERAGE_SHARE * coverage + (1 - COVERAGE_SHARE) * relevance / (relevance + LEXICAL_HALF[engine])
+
+
+def judge(e: Evidence, context: Context, rules=None) -> Judged:
+    """One candidate on its own evidence (the per-candidate rules)."""
+    rules = ACTIVE if rules is None else rules
+    lexical = lexical_part(context.engine, e.relevance, e.coverage)
+    pool = context.pool
+    # A term held whole is evidence; a match through the fallback's prefixes alone ("grows"
+    # finding "growth") only where meaning cannot judge it: words only, or no vector yet.
+    words = e.relevance is not None and (
+        e.coverage > 0 or "prefix-needs-meaning" not in rules or pool is None or e.cosine is None)
+    period = PERIOD_BOOST if e.in_period and "period-boost" in rules else 1.0
     if pool is None:
-        return Signals(relevance, all_terms, coverage, lexical, None, None, 0.0, recency, lexical * recency, words)
-    # A memory holding every term of the query is an exact match: no vector sinks it (e5's
-    # vector of "cache stampede" lies nearer to notes holding one of the words than to the one
-    # holding both). A memory whose vector has not arrived (a backlog) is valued by its words,
-    # so a memory with a vector passes it only on meaning stronger than the waiting one's words.
-    standing = None if cosine is None else pool.standing(cosine)
-    if cosine is None:
-        semantic = lexical
+        value = min(1.0, lexical * e.recency * period)
+        return Judged(e, lexical, None, 0.0, value, "words" if words else None, False, period)
+    standing = pool.standing(e.cosine)
+    if e.cosine is None:
+        semantic = lexical if "waiting-by-words" in rules else 0.0
     else:
         semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
-    if all_terms:
+    if e.all_terms and "exact-match" in rules:
         semantic = 1.0
-    value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
-    stands_out = standing is not None and standing > 0 and (threshold is None or cosine > threshold)
-    return Signals(relevance, all_terms, coverage, lexical, cosine, standing, semantic, recency, value, words or stands_out,
-                   cosine is not None)
+    value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * e.recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
+    value = min(1.0, value * period)
+    meaning = standing is not None and standing > 0
+    kind = "words+meaning" if words and meaning else "words" if words else "meaning" if meaning else None
+    return Judged(e, lexical, standing, semantic, value, kind, _is_weak(e, context, rules), period)
+
+
+def may_be_weak(e: Evidence, rules=None) -> bool:
+    """Whether ``e`` is weak unless its meaning passes the user's null: it has a vector (a memory
+    without one is judged by its words alone, as words-only search judges it) and holds less
+    than WORDS_ENOUGH of the query's weighted words."""
+    rules = ACTIVE if rules is None else rules
+    if "weak-meaning" not in rules or e.cosine is None:
+        return False
+    return not (e.all_terms or (e.relevance is not None and e.coverage >= WORDS_ENOUGH))
+
+
+def _is_weak(e: Evidence, context: Context, rules) -> bool:
+    """Neither enough words nor meaning above the user's null (None: not known). The null is
+    what the query's own vector finds, so a moved query's cosine is not judged by it."""
+    cosine = e.cosine if e.own_cosine is None else e.own_cosine
+    return may_be_weak(e, rules) and (context.null is None or cosine <= context.null)
+
+
+def decide(candidates, context: Context, *, limit: int | None, rules=None) -> list:
+    """``candidates``: (Evidence, item) pairs; the kept ones as (Judged, item), best first, at
+    most ``limit`` (None: all). Ties keep the order of ``candidates`` (sort them first)."""
+    rules = ACTIVE if rules is None else rules
+    judged = [(judge(e, context, rules), item) for e, item in candidates]
+    kept = sorted(((j, item) for j, item in judged if j.kind is not None), key=lambda pair: -pair[0].value)
+    if "short-tail" in rules and kept and not kept[0][0].weak:
+        floor = TAIL_SHARE * kept[0][0].value
+        kept = [pair for pair in kept if pair[0].value >= floor]
+    if "weak-cap" in rules:
+        weak = 0
+        capped = []
+        for pair in kept:
+            weak += pair[0].weak
+            if not pair[0].weak or weak <= WEAK_CAP:
+                capped.append(pair)
+        kept = capped
+    return kept if limit is None else kept[:limit]

@@ -8,8 +8,6 @@
   tokens; connectors are skipped, and a question's function words dropped beside other terms.
 * **The fallback's alternatives** (``any_terms``): the terms, their words, and prefixes cut by
   ``stem``, for the "any term" query when "all terms" finds nothing.
-* **Non-words** (``reads_as_nonwords``): a query of letter strings no language spells, such as
-  keyboard mash, which nothing should be found for by meaning.
 """
 
 from __future__ import annotations
@@ -139,23 +137,3 @@ def any_terms(parsed: ParsedQuery) -> list[tuple[str, ...]]:
     alternatives += [(word,) for word in parsed.words if (word,) not in parsed.terms]
     alternatives += [(prefix, "*") for prefix in dict.fromkeys(filter(None, map(stem, parsed.words)))]
     return alternatives
-
-
-# -- non-words -----------------------------------------------------------------------------
-
-_VOWELS = frozenset("aeiouy")
-# Shorter words without a vowel are common abbreviations ("sql", "npm", "ssh"): not judged.
-MIN_JUDGED_CHARS = 4
-
-
-def reads_as_nonwords(parsed: ParsedQuery) -> bool:
-    """Whether the query's words read as letter strings no language spells: more than half of
-    them Latin-letter runs of MIN_JUDGED_CHARS or more with no vowel ("bkrtzgl", "xzxcv
-    jklk"). Every word of the languages we know of holds a vowel (y included); a word with a
-    digit, a mark or another script is never judged. Checked on the development sets' queries,
-    the background bank and the benchmarks' questions: none of them reads as non-words."""
-    words = parsed.words
-    if not words or not all(word.isascii() and word.isalpha() for word in words):
-        return False
-    vowelless = sum(len(word) >= MIN_JUDGED_CHARS and not _VOWELS & set(word) for word in words)
-    return vowelless * 2 > len(words)

@@ -19,23 +19,19 @@ logger = logging.getLogger("ilab_memory.search")
 
 class Meaning(NamedTuple):
     """A query's meaning side: {observation id: cosine}, the model id (None: words only), the
-    model's calibration, the cosine a result with no word of the query must pass (None: no
-    more than standing out among the query's nearest, as when the query shares words), and the
-    query's vector."""
+    model's calibration (None: not measured yet) and the query's vector."""
 
     cosines: dict
     model_id: str | None = None
-    calibration: calibration.Calibration | None = None  # None: not measured yet
-    threshold: float | None = None
+    calibration: calibration.Calibration | None = None
     vector: object = None  # numpy (dimensions,)
+    dimensions: int = 0
+    own: dict | None = None  # after feedback: the query's own cosines, which the user's null judges
 
 
 # Feedback from the first results (Rocchio's, on vectors): the query's vector moves toward the
 # nearest rows of its FEEDBACK_MEMORIES best results by FEEDBACK_WEIGHT of their mean, and the
-# cosines of what the query found are read again. A question's answer is often worded like the
-# memories found first and unlike the question (the sessions of a question that spans several).
-# Chosen on LongMemEval dev among 1, 3, 5 results and weights 0.3, 0.6, 1.0; confirmed on val
-# (docs/search.md).
+# cosines of what the query found are read again.
 FEEDBACK_MEMORIES = 3
 FEEDBACK_WEIGHT = 0.3
 
@@ -43,13 +39,9 @@ FEEDBACK_WEIGHT = 0.3
 WORDS_ONLY = Meaning({})
 
 
-def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found: bool, nonwords: bool,
-            config: Config, using: str) -> Meaning:
-    """The cosines of the nearest vectors in ``reach`` and of ``also``. A query none of whose
-    words any memory holds (``words_found`` False) needs more than standing out: one that reads
-    as non-words (``nonwords``, ``query.reads_as_nonwords``) finds nothing, and any other only
-    memories nearer than the user's null (``calibration``). An embedder that fails leaves the
-    words to it."""
+def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, config: Config, using: str) -> Meaning:
+    """The cosines of the nearest vectors in ``reach`` and of ``also``. An embedder that fails
+    leaves the words to it."""
     embedder = embedding.embedder_for(config)
     if embedder is None:
         return WORDS_ONLY
@@ -61,24 +53,23 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, words_found
     except EmbeddingError as error:
         logger.warning("ilab_memory: search fell back to words only: %s", error)
         return WORDS_ONLY
-    found = {"model_id": embedder.model_id, "calibration": model}
-    threshold = None
-    if not words_found and (model is None or nonwords):
-        # Keyboard mash lies as near to a memory as a real question does (e5 puts non-words near
-        # everything); and before the model's calibration is measured (the first moments of a
-        # new model) what unrelated looks like is not known: nothing by meaning for either.
-        threshold = float("inf")
-    elif not words_found:
-        threshold = vectors.derived_from_rows(
-            user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions,
-            using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
-            compute=lambda rows: calibration.null_of(model, rows),
-        )
     cosines = vectors.similarities(
         user_id=user_id, reach=reach, model_id=embedder.model_id, dimensions=embedder.dimensions, query=vector,
         n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
     )
-    return Meaning(cosines, threshold=threshold, vector=vector, **found)
+    return Meaning(cosines, embedder.model_id, model, vector, embedder.dimensions)
+
+
+def null(meaning: Meaning, *, user_id: str, reach: Reach, config: Config, using: str) -> float | None:
+    """The user's null (``calibration.null_of``): the cosine a result needs to stand on its
+    meaning; None before the model's calibration is measured."""
+    if meaning.calibration is None:
+        return None
+    return vectors.derived_from_rows(
+        user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=meaning.dimensions, using=using,
+        max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
+        compute=lambda rows: calibration.null_of(meaning.calibration, rows),
+    )
 
 
 def with_feedback(meaning: Meaning, first: list, *, user_id: str, reach: Reach, n: int, also, config: Config,
@@ -99,4 +90,4 @@ def with_feedback(meaning: Meaning, first: list, *, user_id: str, reach: Reach, 
         user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=dimensions, query=moved,
         n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
     )
-    return meaning._replace(cosines=cosines, vector=moved)
+    return meaning._replace(cosines=cosines, vector=moved, own=meaning.cosines)
