@@ -4,6 +4,7 @@
     .venv/bin/python -m benchmarks.tune --rules                          # and with each rule of fusion.RULES off
     .venv/bin/python -m benchmarks.tune --vary fusion.WEAK_CAP=2,3,5 --vary calibration.NULL_SHARE=0.04,0.15
     .venv/bin/python -m benchmarks.tune --levels session,turn --json var/tuning.json
+    .venv/bin/python -m benchmarks.tune --phase after-saves --levels ''     # right after the saves
     .venv/bin/python -m benchmarks.tune --half checking --json var/checking.json   # once, at the end
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.tune      # the same on PostgreSQL
 
@@ -18,10 +19,11 @@ reproduces every figure:
   the questions taking turns by type, the first to the tuning half; ``--levels`` session and turn.
 
 Everything is loaded once into a fresh test database and embedded (the vector cache of
-benchmarks/embedders.py), then each **variant** runs every query: the library as it is
+benchmarks/embedders.py), then each **variant** runs every query (``--phase after-saves``: each
+variant on fresh saves, nothing embedded but what each search's budget embeds): the library as it is
 (``as-is``), ``everything`` (the same ranking with nothing left out: no weak cap, no tail), each
 rule off (``--rules``) and each value of ``--vary MODULE.CONSTANT=v1,v2`` (modules of
-``ilab_memory.services.search``). Per variant: nDCG@10 per kind of meaning query and on the
+``ilab_memory.services.search``), and the library by words alone (``words only``). Per variant: nDCG@10 per kind of meaning query and on the
 words set, LongMemEval recall_all@5, the unrelated questions (at most 3 results, meaning-only
 ones marked weak, none at all) and letter strings (none at all); and, against ``as-is``, the
 mean difference of each with its 95 % paired bootstrap interval (benchmarks/stats.py). BM25 and
@@ -47,14 +49,14 @@ from benchmarks.conversations import memories, parse_date, round_robin
 from benchmarks.conversations import metrics as conversation_metrics
 from benchmarks.embedders import model_embedder
 from benchmarks.rankers import bm25_ranking, dense_ranking
-from benchmarks.search_quality import K, load, ndcg, setup_django, tag_of
+from benchmarks.search_quality import K, load, ndcg, queue_as_written, setup_django, tag_of
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_CACHE = Path(__file__).resolve().parent / ".vector-cache"
 HALVES = ("tuning", "checking")
 LETTERS_PER_USER = 20
 # The rules that leave results out: off together, the same ranking returns everything.
-LEAVE_OUT = ("weak-cap", "short-tail")
+LEAVE_OUT = ("weak-cap",)
 
 
 # -- the halves ----------------------------------------------------------------------------------
@@ -198,21 +200,39 @@ def baselines(loaded: Loaded, embedder) -> dict:
     return found
 
 
+def clear() -> None:
+    from ilab_memory.models import Observation, ObservationVector, Session
+
+    ObservationVector.objects.all().delete()
+    Observation.objects.all().delete()
+    Session.objects.all().delete()
+
+
 # -- variants ------------------------------------------------------------------------------------
 
 
-def variants(rules: bool, vary: list[str]) -> list[tuple[str, dict, frozenset | None]]:
+def variants(rules: bool, vary: list[str], drop: list[str] = ()) -> list[tuple[str, dict, frozenset | None]]:
     """(name, {module.CONSTANT: value}, rules in force or None for the library's)."""
     from ilab_memory.services.search import fusion
 
     found = [("as-is", {}, None), ("everything", {}, fusion.ACTIVE - set(LEAVE_OUT))]
     if rules:
         found += [(f"without {rule}", {}, fusion.ACTIVE - {rule}) for rule in fusion.RULES if rule in fusion.ACTIVE]
+    for names in drop:
+        found.append((f"without {names}", {}, fusion.ACTIVE - set(names.split(","))))
     for spec in vary:
+        if "&" in spec:  # one variant of several constants: A=1&B=2
+            pairs = [part.partition("=") for part in spec.split("&")]
+            found.append((spec, {name: _number(value) for name, _, value in pairs}, None))
+            continue
         name, _, values = spec.partition("=")
         for value in values.split(","):
-            found.append((f"{name}={value}", {name: float(value) if "." in value else int(value)}, None))
+            found.append((f"{name}={value}", {name: _number(value)}, None))
     return found
+
+
+def _number(text: str):
+    return float(text) if "." in text or text == "inf" else int(text)
 
 
 @contextlib.contextmanager
@@ -316,9 +336,14 @@ def main(argv=None) -> int:
     parser.add_argument("--half", default="tuning", choices=HALVES)
     parser.add_argument("--data", default=str(DATA), help="the folder of the sets (default: benchmarks/data)")
     parser.add_argument("--levels", default="session", help="LongMemEval levels: session,turn (none: '')")
+    parser.add_argument("--phase", default="embedded", choices=("embedded", "after-saves"),
+                        help="every memory embedded, or right after the saves (each variant on fresh saves)")
     parser.add_argument("--rules", action="store_true", help="also run with each rule of fusion.RULES off")
     parser.add_argument("--vary", action="append", default=[], metavar="MODULE.NAME=V1,V2",
-                        help="also run with each value of a constant of ilab_memory.services.search")
+                        help="also run with each value of a constant of ilab_memory.services.search "
+                             "(A=1&B=2: one variant of both)")
+    parser.add_argument("--drop", action="append", default=[], metavar="RULE,RULE",
+                        help="also run with these rules of fusion.RULES off together")
     parser.add_argument("--model", default="e5", choices=("e5", "minilm"))
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
     parser.add_argument("--json", help="write every variant's per-query metrics and outcomes here")
@@ -336,22 +361,31 @@ def main(argv=None) -> int:
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
-        loaded = load_half(args.half, levels, Path(args.data))
-        config = get_config({"EMBEDDER": embedder, "EMBEDDING_RUNNER": None})
-        queue_missing(config=config)
-        embed_waiting(config=config)
-        embedder.save()
-        mem = ILabMemory(embedder=embedder, embedding_runner=None)
+        mem = ILabMemory(embedder=embedder, embedding_runner=None, search_embed_milliseconds=None)
 
         def search(user_id, query, now=None):
             return mem.mem_search(user_id, query, limit=K, now=now, time_zone="UTC" if now else None)
 
-        print(f"half: {args.half}   engine: {connection.vendor}   model: {embedder.model_id}   levels: {levels}")
-        rankers = baselines(loaded, embedder)
-        results = {}
-        for name, constants, rules in variants(args.rules, args.vary):
+        print(f"half: {args.half}   engine: {connection.vendor}   model: {embedder.model_id}   levels: {levels}"
+              f"   phase: {args.phase}")
+        results, rankers = {}, {}
+        config = get_config({"EMBEDDER": embedder, "EMBEDDING_RUNNER": None})
+        if args.phase == "embedded":
+            loaded = load_half(args.half, levels, Path(args.data))
+            queue_missing(config=config)
+            embed_waiting(config=config)
+            embedder.save()
+            rankers = baselines(loaded, embedder)
+        for name, constants, rules in variants(args.rules, args.vary, args.drop):
+            if args.phase == "after-saves":  # the same saves for each, nothing embedded but the searches' budgets
+                clear()
+                loaded = load_half(args.half, levels, Path(args.data))
+                queue_as_written(config=config)
             with applied(constants, rules):
                 results[name] = run_variant(loaded, search)
+        words = ILabMemory(embedder=None, embedding_runner=None)
+        results["words only"] = run_variant(loaded, lambda user_id, query, now=None: words.mem_search(
+            user_id, query, limit=K, now=now, time_zone="UTC" if now else None))
     finally:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)

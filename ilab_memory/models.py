@@ -353,14 +353,14 @@ class VectorStamp(models.Model):
 
 class EmbedderCalibration(models.Model):
     """What unrelated looks like to one embedding model: its vectors of the background queries
-    (``services/search/background.txt`` and generated non-words), computed once per model and
+    (``services/search/background.txt``), computed once per model and
     kept here so a restart does not embed them again (``services.search.calibration``)."""
 
     model_id = models.CharField(_("model"), max_length=200)
     # Which bank the vectors are of: a changed bank is computed again.
     bank_digest = models.CharField(_("bank digest"), max_length=64)
     dimensions = models.PositiveIntegerField(_("dimensions"))
-    # float32, little-endian: one row per background query, questions first, then non-words.
+    # float32, little-endian: one row per background question.
     queries = models.BinaryField(_("query vectors"))
     questions = models.PositiveIntegerField(_("questions"))
     # The cosine of a query with an unrelated memory for this model, and its spread.

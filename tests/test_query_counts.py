@@ -106,8 +106,8 @@ def searched_history(mem, settings, setting: dict, size: int, *, unrelated: bool
     (WORDS_ONLY, on(sqlite=1, postgresql=1)),
     # and: the user's queue (empty), the user's vector stamp (the matrix is cached), that the
     # nearest rows are still stored as loaded, the rows of candidates found by meaning only;
-    # then the feedback pass: its first results' vectors, the stamp, the check again
-    (RECORDING, on(sqlite=8, postgresql=8)),
+    # then the user's null, for the candidates whose words are not enough (its stamp)
+    (RECORDING, on(sqlite=6, postgresql=6)),
 ])
 def test_search_query_count_is_constant(tmem, settings, size, setting, expected):
     """Committed rows (tmem): a matrix read inside a transaction is never cached."""
@@ -157,7 +157,7 @@ def test_reads_of_a_period_cost_what_reads_without_one_cost(mem, size):
 def test_a_search_of_a_period_costs_at_most_one_query_more(tmem, settings, setting, extra):
     mem = searched_history(tmem, settings, setting, 40)
     queue_missing()  # the history was written without vectors: every memory gets one, so each
-    embed_waiting()  # search's first results are judged on their meaning and get the feedback pass
+    embed_waiting()  # search judges its candidates on their meaning
     mem.mem_search("alice", "retry")
     plain = queries_of(lambda: mem.mem_search("alice", "retry"))
     assert queries_of(lambda: mem.mem_search("alice", "retry", **EVERYTHING)) == plain + extra

@@ -172,24 +172,3 @@ def test_a_backend_without_pieces_scores_a_long_memory_by_its_one_vector(mem, se
     assert [r.id for r in mem.mem_search("alice", "boiler plumber")] == [saved.id]
     row = ObservationVector.objects.get(observation_id=saved.id)
     assert row.model_id == "tests:bag-of-words-64" and row.vector is not None and row.pieces is None
-
-
-def test_a_query_that_shares_words_is_moved_toward_its_first_results(mem, alice):
-    """Feedback: the cosines of a query sharing words with the memories are the moved query's;
-    a query sharing none keeps its own (nothing pulls it toward whatever came nearest)."""
-    import numpy as np
-
-    from ilab_memory.embeddings import configured_embedder
-
-    embedder = configured_embedder("default")
-    mem.mem_search("alice", "standup")  # every memory embedded by the search's budget
-    stored = {str(o): np.frombuffer(bytes(v), dtype="<f4")
-              for o, v in ObservationVector.objects.filter(user_id="alice").values_list("observation_id", "vector")}
-    for query, moved in (("standup meeting time", True), ("what does the user want to be called", True),
-                         ("¿a qué hora es la reunión diaria del equipo?", False)):
-        vector = embedder.embed_query(query)
-        results = mem.mem_search("alice", query)
-        assert results
-        own = [float(stored[r.id] @ vector) for r in results]
-        read = [r.score.breakdown["cosine"] for r in results]
-        assert (read != pytest.approx(own, abs=1e-5)) == moved, query

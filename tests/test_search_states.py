@@ -43,7 +43,7 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     # Said in the breakdown: the first was ranked without its meaning, by its words alone.
     assert first["vector"] is False and first["cosine"] is None and first["coverage"] == 1 and first["semantic"] == 1
     assert second["vector"] is True and second["cosine"] is not None
-    # The first results wait for their vectors: no feedback, the query's own cosines.
+    # The cosine read is the query's own.
     import numpy as np
 
     from ilab_memory.embeddings import configured_embedder
@@ -53,10 +53,7 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     assert second["cosine"] == pytest.approx(own, abs=1e-5)
 
 
-def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hybrid_scale(mem, burst, settings,
-                                                                                         monkeypatch):
-    # Every partial match, however far below the first: the tail is cut the same way on both scales.
-    monkeypatch.setattr(fusion, "ACTIVE", fusion.ACTIVE - {"short-tail"})
+def test_right_after_saves_waiting_memories_are_valued_by_their_words_on_the_hybrid_scale(mem, burst, settings):
     hybrid = mem.mem_search("alice", "report office budget", limit=30)
     waiting = [r for r in hybrid if r.score.breakdown["vector"] is False]
     assert len(waiting) >= 16
@@ -120,7 +117,9 @@ def test_real_text_acronyms_and_identifiers_are_words():
 
 def test_letter_strings_a_memory_holds_are_found_by_their_words(mem, alice):
     saved = mem.mem_save("alice", "Wifi name", "The guest network is called qlvqqcdcg.", type="config").observation
-    assert [r.id for r in mem.mem_search("alice", "qlvqqcdcg")] == [saved.id]
+    results = mem.mem_search("alice", "qlvqqcdcg")
+    assert results[0].id == saved.id and not results[0].score.breakdown["weak"]
+    assert all(r.score.breakdown["weak"] for r in results[1:])
 
 
 NOTE_TITLES = ["Uptime of the gRPC gateway", "HTML and CSS for the landing page", "Schrödinger's cat", "Twelfths"]
@@ -128,16 +127,16 @@ NOTE_TITLES = ["Uptime of the gRPC gateway", "HTML and CSS for the landing page"
 
 @pytest.mark.parametrize("query", ["what is the capital city of Mongolia", "who won the chess olympiad",
                                    "¿cuántos habitantes tiene Lima?", "best way to remove red wine stains from a carpet"])
-def test_a_question_on_a_subject_the_user_never_mentioned_returns_at_most_three_weak_results(mem, alice, query):
+def test_a_question_on_a_subject_the_user_never_mentioned_returns_only_a_few_results_all_weak(mem, alice, query):
     results = mem.mem_search("alice", query)
-    assert len(results) <= 3
+    assert len(results) <= fusion.WEAK_CAP
     assert all(r.score.breakdown["weak"] for r in results)
 
 
 def test_a_question_sharing_one_common_word_marks_its_meaning_only_neighbours_weak(mem, alice):
     mem.mem_save("alice", "Best coffee in town", "The best flat white is at Café Nube.", type="preference")
     results = mem.mem_search("alice", "best way to remove red wine stains from a carpet")
-    assert len(results) <= 3
+    assert len(results) <= fusion.WEAK_CAP
     assert all(r.score.breakdown["weak"] for r in results if r.score.breakdown["evidence"] == "meaning")
 
 

@@ -12,17 +12,15 @@
   own copy of its statements.
 * ``lexical``: the engine's best rows, all terms first, any term when that finds nothing.
 * ``lexicon``: whether a query holds any word of a supported language (letter strings find nothing).
-* ``semantic``: the query's cosine to the user's vectors, when an embedder is set, the user's
-  null (``calibration``), and the feedback pass (the query's vector moved toward its first results).
+* ``semantic``: the query's cosine to the user's vectors, when an embedder is set, and the
+  user's null (``calibration``).
 * ``fusion``: the one decision: each candidate's evidence judged by a table of rules, what is
-  kept (weak results marked and capped, a short tail) and how it ranks.
+  kept (weak results marked and capped) and how it ranks.
 
 Ranking and the score are explained in docs/scoring.md.
 """
 
 from __future__ import annotations
-
-import functools
 
 from django.utils import timezone
 
@@ -122,27 +120,15 @@ def observation_search(
     candidates = _with_rows_of(dict(lexical), meaning, user_id=user_id, reach=reach, window=window, type=type,
                                config=config, using=using)
     period = read_period(query, now=now, time_zone=time_zone)
-    judge = functools.partial(_decide, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
-                              user_id=user_id, config=config, using=using)
-    feedback = "feedback" in fusion.ACTIVE and words_found and meaning.vector is not None
-    scored = judge(candidates, meaning, limit=None if feedback else limit)
-    first = scored[:semantic.FEEDBACK_MEMORIES]
-    if feedback and first and all(judged.evidence.cosine is not None for judged, _ in first):
-        # A second pass, the query's vector moved toward its first results (``semantic.
-        # with_feedback``); only for a query that shares words with the user's memories and
-        # whose first results were all judged on their meaning (none waits for its vector).
-        # It reorders what the query found and adds nothing the query itself did not find.
-        found = {row.id: row for _, row in scored}
-        meaning = semantic.with_feedback(meaning, [row.id for _, row in first], user_id=user_id, reach=reach,
-                                         n=nearest, also=found, config=config, using=using)
-        scored = judge(found, meaning, limit=limit)
+    scored = _decide(candidates, meaning, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
+                     limit=limit, user_id=user_id, config=config, using=using)
     read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
     return [
         observation_compact(row, preview_chars=preview_chars, score=judged.score(
             engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
             period=read,
         ))
-        for judged, row in scored[:limit]
+        for judged, row in scored
     ]
 
 
@@ -180,7 +166,6 @@ def _decide(candidates: dict, meaning: semantic.Meaning, *, reach: Reach, engine
             coverage=float(match.coverage) if match else 0.0, cosine=cosines.get(pk),
             recency=fusion.recency_factor((now - row.updated_at).total_seconds() / 86400),
             in_period=period is not None and row.happened_at in period,
-            own_cosine=None if meaning.own is None else meaning.own.get(pk),
         ), row))
     evidence.sort(key=lambda pair: (reach.is_own(pair[1].scope), pair[1].updated_at, str(pair[1].id)), reverse=True)
     context = fusion.Context(engine)

@@ -57,21 +57,17 @@ PRIOR_WEIGHT = 1
 
 # Evidence: the share of the query's weighted words a memory must hold to stand on its words.
 WORDS_ENOUGH = 0.5
-# At most this many weak results; below a strong first result, none valued under TAIL_SHARE of it.
-WEAK_CAP = 3
-TAIL_SHARE = 0.3
+# At most this many weak results, the best of them.
+WEAK_CAP = 5
 
 # The rules, in the order ``decide`` applies them. A benchmark may run without one
 # (``benchmarks/tune.py``): ``ACTIVE`` is the set in force.
 RULES = {
     "exact-match": "a memory holding every term of the query has semantic 1: no vector sinks an exact match",
     "waiting-by-words": "a memory whose vector has not arrived has its lexical part as its semantic part",
-    "prefix-needs-meaning": "a match through the fallback's prefixes alone is evidence only where meaning cannot judge",
     "period-boost": "a memory that happened in the period the query names is worth PERIOD_BOOST times more",
     "weak-meaning": "a result with neither WORDS_ENOUGH of the words nor a cosine above the user's null is weak",
     "weak-cap": "at most WEAK_CAP weak results",
-    "short-tail": "below a strong first result, nothing valued under TAIL_SHARE of it",
-    "feedback": "a query sharing words is moved toward its first results' vectors and its finds scored again",
 }
 ACTIVE = frozenset(RULES)
 
@@ -117,7 +113,6 @@ class Evidence(NamedTuple):
     cosine: float | None
     recency: float
     in_period: bool = False
-    own_cosine: float | None = None  # the query's own cosine when ``cosine`` is the moved query's (feedback)
 
 
 class Judged(NamedTuple):
@@ -171,10 +166,7 @@ def judge(e: Evidence, context: Context, rules=None) -> Judged:
     rules = ACTIVE if rules is None else rules
     lexical = lexical_part(context.engine, e.relevance, e.coverage)
     pool = context.pool
-    # A term held whole is evidence; a match through the fallback's prefixes alone ("grows"
-    # finding "growth") only where meaning cannot judge it: words only, or no vector yet.
-    words = e.relevance is not None and (
-        e.coverage > 0 or "prefix-needs-meaning" not in rules or pool is None or e.cosine is None)
+    words = e.relevance is not None  # a term, a word of a phrase or a prefix of the fallback held
     period = PERIOD_BOOST if e.in_period and "period-boost" in rules else 1.0
     if pool is None:
         value = min(1.0, lexical * e.recency * period)
@@ -204,10 +196,8 @@ def may_be_weak(e: Evidence, rules=None) -> bool:
 
 
 def _is_weak(e: Evidence, context: Context, rules) -> bool:
-    """Neither enough words nor meaning above the user's null (None: not known). The null is
-    what the query's own vector finds, so a moved query's cosine is not judged by it."""
-    cosine = e.cosine if e.own_cosine is None else e.own_cosine
-    return may_be_weak(e, rules) and (context.null is None or cosine <= context.null)
+    """Neither enough words nor meaning above the user's null (None: not known)."""
+    return may_be_weak(e, rules) and (context.null is None or e.cosine <= context.null)
 
 
 def decide(candidates, context: Context, *, limit: int | None, rules=None) -> list:
@@ -216,9 +206,6 @@ def decide(candidates, context: Context, *, limit: int | None, rules=None) -> li
     rules = ACTIVE if rules is None else rules
     judged = [(judge(e, context, rules), item) for e, item in candidates]
     kept = sorted(((j, item) for j, item in judged if j.kind is not None), key=lambda pair: -pair[0].value)
-    if "short-tail" in rules and kept and not kept[0][0].weak:
-        floor = TAIL_SHARE * kept[0][0].value
-        kept = [pair for pair in kept if pair[0].value >= floor]
     if "weak-cap" in rules:
         weak = 0
         capped = []

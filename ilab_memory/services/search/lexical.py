@@ -13,12 +13,24 @@ from ...models import Observation
 from ...scopes import SHARED_SPACE, Reach
 from ...visibility import OPEN, Window, live_sql
 from . import postgresql, sqlite
-from .query import ParsedQuery, any_terms
+from .query import ParsedQuery
 
 # Candidates read from the engine before recency re-ranks them and ``limit`` cuts.
 CANDIDATE_EXTRA = 20
 
 MODE_ALL, MODE_ANY = "all", "any"
+
+
+# One engine object per database vendor: its name (the score's ``engine``) and its ranked statement.
+ENGINES = {"sqlite": sqlite.ENGINE, "postgresql": postgresql.ENGINE}
+
+
+def engine_for(using: str):
+    """The engine of the database ``using``."""
+    vendor = connections[using].vendor
+    if vendor not in ENGINES:
+        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {vendor}.")
+    return ENGINES[vendor]
 
 
 def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
@@ -28,22 +40,13 @@ def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SP
     ``content_head``, ``relevance``, ``all_terms`` (whether every term matched) and ``coverage``
     (the idf-weighted share of the terms it holds, 1.0 exactly when ``all_terms``); the fields the
     statement does not read are deferred. Raw: full-text search has no ORM expression here."""
+    engine = engine_for(using)
     connection = connections[using]
     in_scopes, scopes = reach.sql("o.scope")
     # One filter of the rows a read sees, its parameters in the clauses' order.
     live, live_params = live_sql("o", connection, config)
     period, period_params = window.sql("o", connection)
     in_scopes, scopes = live + period + in_scopes, [*live_params, *period_params, *scopes]
-    if connection.vendor == "sqlite":
-        engine = "sqlite-fts5-bm25"
-        statement, params = sqlite.ranked_statement(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes,
-                                                    type=type, head=head, count=count)
-    elif connection.vendor == "postgresql":
-        all_query, any_query = postgresql.tsqueries(parsed)
-        alternatives = [postgresql.tsquery_phrase(term) for term in any_terms(parsed)]
-        engine, statement = "postgresql-ts_rank", postgresql.ranked_sql(type is not None, in_scopes)
-        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *scopes,
-                  *([type] if type else []), user_id, count]
-    else:
-        raise NotImplementedError(f"ilab_memory search supports SQLite and PostgreSQL, not {connection.vendor}.")
-    return engine, list(Observation.objects.db_manager(using).raw(statement, params))
+    statement, params = engine.ranked(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes, type=type,
+                                      head=head, count=count)
+    return engine.name, list(Observation.objects.db_manager(using).raw(statement, params))

@@ -142,3 +142,21 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
                  terms.idf
         ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
         LIMIT %s"""
+
+
+class PostgreSQLEngine:
+    """PostgreSQL's side of words search: the tsvector column's GIN index, ts_rank weighted by
+    bm25's idf over the user's own rows."""
+
+    name = "postgresql-ts_rank"
+
+    def ranked(self, parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
+               head: int, count: int) -> tuple[str, list]:
+        all_query, any_query = tsqueries(parsed)
+        alternatives = [tsquery_phrase(term) for term in any_terms(parsed)]
+        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *scopes,
+                  *([type] if type else []), user_id, count]
+        return ranked_sql(type is not None, in_scopes), params
+
+
+ENGINE = PostgreSQLEngine()

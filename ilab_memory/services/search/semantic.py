@@ -26,14 +26,6 @@ class Meaning(NamedTuple):
     calibration: calibration.Calibration | None = None
     vector: object = None  # numpy (dimensions,)
     dimensions: int = 0
-    own: dict | None = None  # after feedback: the query's own cosines, which the user's null judges
-
-
-# Feedback from the first results (Rocchio's, on vectors): the query's vector moves toward the
-# nearest rows of its FEEDBACK_MEMORIES best results by FEEDBACK_WEIGHT of their mean, and the
-# cosines of what the query found are read again.
-FEEDBACK_MEMORIES = 3
-FEEDBACK_WEIGHT = 0.3
 
 
 WORDS_ONLY = Meaning({})
@@ -70,24 +62,3 @@ def null(meaning: Meaning, *, user_id: str, reach: Reach, config: Config, using:
         max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024, key="null",
         compute=lambda rows: calibration.null_of(meaning.calibration, rows),
     )
-
-
-def with_feedback(meaning: Meaning, first: list, *, user_id: str, reach: Reach, n: int, also, config: Config,
-                  using: str) -> Meaning:
-    """``meaning`` with the query's vector moved toward the nearest rows of ``first`` (the ids of
-    the first pass's best results that have a vector) and the cosines read again for the moved
-    vector: the nearest ``n`` and ``also``."""
-    import numpy as np
-
-    dimensions = len(meaning.vector)
-    rows = vectors.nearest_rows(model_id=meaning.model_id, dimensions=dimensions, observation_ids=first,
-                                query=meaning.vector, using=using)
-    if not len(rows):
-        return meaning
-    moved = meaning.vector + FEEDBACK_WEIGHT * rows.mean(axis=0)
-    moved = (moved / np.linalg.norm(moved)).astype(np.float32)
-    cosines = vectors.similarities(
-        user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=dimensions, query=moved,
-        n=n, also=also, using=using, max_bytes=config.VECTOR_CACHE_MB * 1024 * 1024,
-    )
-    return meaning._replace(cosines=cosines, vector=moved, own=meaning.cosines)

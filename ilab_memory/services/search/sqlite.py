@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from typing import NamedTuple
 
 from ...models import OBSERVATION_TABLE
 from .query import ParsedQuery, any_terms
@@ -130,6 +131,95 @@ def _weight(column: str) -> str:
     return f"CASE {column} {cases} ELSE 0.0 END"
 
 
+class _Reads(NamedTuple):
+    """How each alternative's frequency is read: single words and prefixes as ranges of terms
+    ({index: (low, high)}), phrases word by word ([index, position, length, token]), and what
+    the vocabulary cannot count ([index, MATCH expression])."""
+
+    words: dict
+    phrases: list
+    uncounted: list
+
+
+def _reads(alternatives: list, user_id: str) -> _Reads:
+    reads = _Reads({}, [], [])
+    for i, alternative in enumerate(alternatives):
+        prefix = alternative[-1:] == ("*",)
+        tokens = alternative[:-1] if prefix else alternative
+        if not all(map(fts5_reads_as_is, tokens)) or (prefix and len(tokens) > 1):
+            reads.uncounted.append([i, owner_match(user_id, fts5_phrase(alternative))])
+        elif len(tokens) == 1:  # a word, or a prefix: the range of terms it stands for
+            reads.words[i] = (tokens[0], tokens[0] + _LAST_CHARACTER if prefix else tokens[0])
+        else:
+            reads.phrases.extend([i, k, len(tokens), token] for k, token in enumerate(tokens))
+    return reads
+
+
+def _frequency_columns(count: int, values: dict) -> tuple[str, list]:
+    """``f0 … fn`` in one branch: SQL and parameters for the alternatives it counts, NULL elsewhere."""
+    sql, params = [], []
+    for i in range(count):
+        value, value_params = values.get(i, ("NULL", []))
+        sql.append(f"{value} AS f{i}")
+        params += value_params
+    return ", ".join(sql), params
+
+
+def _branches(reads: _Reads, count: int) -> tuple[list, list, list, list]:
+    """The statement's inputs (CTEs unpacking JSON parameters) and its counting branches, each
+    with its parameters. The JSON parameters are unpacked once into plain columns: a
+    json_extract() in a join's condition would run again for every occurrence the vocabulary returns."""
+    inputs, input_params, branches, branch_params = [], [], [], []
+    if reads.words:
+        # Each range of terms is read once: a prefix's range holds the word's own ("servic*", "service").
+        ranges = sorted({r for r in reads.words.values()
+                         if not any(o != r and o[0] <= r[0] and r[1] <= o[1] for o in reads.words.values())})
+        inputs.append("word_ranges AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS low,"
+                      " json_extract(value, '$[1]') AS high FROM json_each(%s))")
+        input_params.append(json.dumps(ranges))
+        columns, params = _frequency_columns(count, {
+            i: (f"CASE WHEN v.term = %s THEN {_weight('v.col')} END", [low]) if low == high else
+               (_weight("v.col"), []) if [(low, high)] == ranges else  # the one range read: all of it
+               (f"CASE WHEN v.term >= %s AND v.term <= %s THEN {_weight('v.col')} END", [low, high])
+            for i, (low, high) in reads.words.items()
+        })
+        branches.append(f"""
+                SELECT v.doc AS doc, {columns}
+                FROM word_ranges r CROSS JOIN temp.{SQLITE_TERMS} v ON v.term >= r.low AND v.term <= r.high
+                WHERE v.doc IN (SELECT doc FROM matched)""")
+        branch_params += params
+    if reads.phrases:
+        # A phrase occurs where each of its words follows the one before in the same column.
+        inputs.append("phrase_words AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS k, json_extract(value, '$[2]') AS n,"
+                      " json_extract(value, '$[3]') AS token FROM json_each(%s))")
+        input_params.append(json.dumps(reads.phrases))
+        columns, params = _frequency_columns(count, {i: (f"CASE WHEN i = {i} THEN w END", [])
+                                                     for i in {p[0] for p in reads.phrases}})
+        branches.append(f"""
+                SELECT doc, {columns} FROM (
+                    SELECT i, doc, max(w) AS w FROM (
+                        SELECT p.i, p.n, v.doc, v.col, v."offset" - p.k AS start, {_weight('v.col')} AS w
+                        FROM phrase_words p CROSS JOIN temp.{SQLITE_TERMS} v ON v.term = p.token
+                        WHERE v.doc IN (SELECT doc FROM matched)
+                    ) GROUP BY i, doc, col, start HAVING count(*) = max(n)
+                )""")
+        branch_params += params
+    if reads.uncounted:
+        # FTS5 splits these tokens otherwise: its own MATCH says which rows hold them.
+        inputs.append("uncounted AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS expression FROM json_each(%s))")
+        input_params.append(json.dumps(reads.uncounted))
+        columns, params = _frequency_columns(count, {i: (f"CASE WHEN a.i = {i} THEN {UNCOUNTED_FREQUENCY} END", [])
+                                                     for i, _ in reads.uncounted})
+        branches.append(f"""
+                SELECT s.rowid AS doc, {columns}
+                FROM uncounted a CROSS JOIN {SQLITE_TABLE} s ON s.{SQLITE_TABLE} MATCH a.expression
+                WHERE s.rowid IN (SELECT doc FROM matched)""")
+        branch_params += params
+    return inputs, input_params, branches, branch_params
+
+
 def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
                      head: int, count: int) -> tuple[str, list]:
     """The ranked statement and its parameters: the user's best ``count`` rows a read sees
@@ -140,79 +230,18 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
     depends on the query's alternatives (a column each), the values never: they are parameters.
     """
     alternatives = any_terms(parsed)
-    terms = len(parsed.terms)  # the first alternatives are the query's terms (``any_terms``)
-    words, phrases, uncounted = {}, [], []  # how each alternative's frequency is read
-    for i, alternative in enumerate(alternatives):
-        prefix = alternative[-1:] == ("*",)
-        tokens = alternative[:-1] if prefix else alternative
-        if not all(map(fts5_reads_as_is, tokens)) or (prefix and len(tokens) > 1):
-            uncounted.append([i, owner_match(user_id, fts5_phrase(alternative))])
-        elif len(tokens) == 1:  # a word, or a prefix: the range of terms it stands for
-            words[i] = (tokens[0], tokens[0] + _LAST_CHARACTER if prefix else tokens[0])
-        else:
-            phrases += [[i, k, len(tokens), token] for k, token in enumerate(tokens)]
+    inputs, input_params, branches, branch_params = _branches(_reads(alternatives, user_id), len(alternatives))
+    sql = _ranked_sql(len(alternatives), len(parsed.terms), inputs, branches, in_scopes, type is not None)
+    any_query = owner_match(user_id, " OR ".join(fts5_phrase(t) for t in alternatives))
+    params = [any_query, *input_params, *branch_params,
+              user_id, *scopes, *([type] if type is not None else []), user_id, count, head]
+    return sql, params
 
-    def frequency_columns(values: dict) -> tuple[str, list]:
-        """``f0 … fn`` in one branch: SQL and parameters for the alternatives it counts, NULL elsewhere."""
-        sql, params = [], []
-        for i in range(len(alternatives)):
-            value, value_params = values.get(i, ("NULL", []))
-            sql.append(f"{value} AS f{i}")
-            params += value_params
-        return ", ".join(sql), params
 
-    # The JSON parameters are unpacked once into plain columns (``inputs``): a json_extract()
-    # in a join's condition would run again for every occurrence the vocabulary returns.
-    inputs, input_params, branches, branch_params = [], [], [], []
-    if words:
-        # Each range of terms is read once: a prefix's range holds the word's own ("servic*", "service").
-        ranges = sorted({r for r in words.values()
-                         if not any(o != r and o[0] <= r[0] and r[1] <= o[1] for o in words.values())})
-        inputs.append("word_ranges AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS low,"
-                      " json_extract(value, '$[1]') AS high FROM json_each(%s))")
-        input_params.append(json.dumps(ranges))
-        columns, params = frequency_columns({
-            i: (f"CASE WHEN v.term = %s THEN {_weight('v.col')} END", [low]) if low == high else
-               (_weight("v.col"), []) if [(low, high)] == ranges else  # the one range read: all of it
-               (f"CASE WHEN v.term >= %s AND v.term <= %s THEN {_weight('v.col')} END", [low, high])
-            for i, (low, high) in words.items()
-        })
-        branches.append(f"""
-                SELECT v.doc AS doc, {columns}
-                FROM word_ranges r CROSS JOIN temp.{SQLITE_TERMS} v ON v.term >= r.low AND v.term <= r.high
-                WHERE v.doc IN (SELECT doc FROM matched)""")
-        branch_params += params
-    if phrases:
-        # A phrase occurs where each of its words follows the one before in the same column.
-        inputs.append("phrase_words AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
-                      " json_extract(value, '$[1]') AS k, json_extract(value, '$[2]') AS n,"
-                      " json_extract(value, '$[3]') AS token FROM json_each(%s))")
-        input_params.append(json.dumps(phrases))
-        columns, params = frequency_columns({i: (f"CASE WHEN i = {i} THEN w END", [])
-                                             for i in {p[0] for p in phrases}})
-        branches.append(f"""
-                SELECT doc, {columns} FROM (
-                    SELECT i, doc, max(w) AS w FROM (
-                        SELECT p.i, p.n, v.doc, v.col, v."offset" - p.k AS start, {_weight('v.col')} AS w
-                        FROM phrase_words p CROSS JOIN temp.{SQLITE_TERMS} v ON v.term = p.token
-                        WHERE v.doc IN (SELECT doc FROM matched)
-                    ) GROUP BY i, doc, col, start HAVING count(*) = max(n)
-                )""")
-        branch_params += params
-    if uncounted:
-        # FTS5 splits these tokens otherwise: its own MATCH says which rows hold them.
-        inputs.append("uncounted AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
-                      " json_extract(value, '$[1]') AS expression FROM json_each(%s))")
-        input_params.append(json.dumps(uncounted))
-        columns, params = frequency_columns({i: (f"CASE WHEN a.i = {i} THEN {UNCOUNTED_FREQUENCY} END", [])
-                                             for i, _ in uncounted})
-        branches.append(f"""
-                SELECT s.rowid AS doc, {columns}
-                FROM uncounted a CROSS JOIN {SQLITE_TABLE} s ON s.{SQLITE_TABLE} MATCH a.expression
-                WHERE s.rowid IN (SELECT doc FROM matched)""")
-        branch_params += params
-
-    n = range(len(alternatives))
+def _ranked_sql(alternatives: int, terms: int, inputs: list, branches: list, in_scopes: str, type_filter: bool) -> str:
+    """The statement around the counting ``branches``: bm25 over the user's own rows. The first
+    ``terms`` alternatives are the query's terms (``any_terms``)."""
+    n = range(alternatives)
     held = [f"r.f{i} IS NOT NULL" for i in range(terms)]
     saturation = f"{BM25_K1} * ({1 - BM25_B} + {BM25_B} * r.length / s.average_length)"
     relevance = " + ".join(f"coalesce(s.idf{i} * r.f{i} * {BM25_K1 + 1} / (r.f{i} + {saturation}), 0)"
@@ -220,7 +249,7 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
     covered = " + ".join(f"CASE WHEN {h} THEN s.idf{i} ELSE 0 END" for i, h in enumerate(held))
     # bm25's idf in Lucene's form (never negative), as PostgreSQL's statement computes it.
     idf = ", ".join(f"ln(1 + (t.n - count(r.f{i}) + 0.5) / (count(r.f{i}) + 0.5)) AS idf{i}" for i in n)
-    sql = f"""
+    return f"""
         WITH
         -- The user's index entries that hold any alternative (rowids only: the index answers alone).
         matched AS MATERIALIZED (SELECT rowid AS doc FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s),
@@ -248,7 +277,7 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
             FROM frequencies f CROSS JOIN {SQLITE_TABLE} s ON s.rowid = f.doc
                  CROSS JOIN {OBSERVATION_TABLE} o ON o.id = s.observation_id
             WHERE o.user_id = %s{in_scopes}
-                  {"AND o.type = %s" if type is not None else ""}
+                  {"AND o.type = %s" if type_filter else ""}
         ),
         -- The collection: every row of the user not deleted, in every scope (as FTS5 counted its
         -- whole index), a count the user's own index answers alone (expired rows count until the
@@ -268,7 +297,17 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
                substr(o.content, 1, %s) AS content_head, r.relevance, r.all_terms, r.coverage
         FROM ranked r JOIN {OBSERVATION_TABLE} o ON o.id = r.id
         ORDER BY r.all_terms DESC, r.relevance DESC, o.updated_at DESC, o.id"""
-    any_query = owner_match(user_id, " OR ".join(fts5_phrase(t) for t in alternatives))
-    params = [any_query, *input_params, *branch_params,
-              user_id, *scopes, *([type] if type is not None else []), user_id, count, head]
-    return sql, params
+
+
+class SQLiteEngine:
+    """SQLite's side of words search: FTS5's index, ranked by bm25 over the user's own rows."""
+
+    name = "sqlite-fts5-bm25"
+
+    def ranked(self, parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
+               head: int, count: int) -> tuple[str, list]:
+        return ranked_statement(parsed, user_id=user_id, in_scopes=in_scopes, scopes=scopes, type=type, head=head,
+                                count=count)
+
+
+ENGINE = SQLiteEngine()
