@@ -91,3 +91,14 @@ def test_the_graded_sets_split_by_user_into_halves():
     tuning, checking = (tune.conversation_half(half) for half in tune.HALVES)
     assert len(tuning) == len(checking) == 30
     assert not {q["question_id"] for q in tuning} & {q["question_id"] for q in checking}
+
+
+def test_every_query_and_memory_of_the_sets_holds_a_word():
+    from ilab_memory.services.search import lexicon
+
+    texts = every_question()
+    for path in DATA.glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        texts += [f"{o['title']} {o['content']}" for o in data.get("observations", [])]
+    assert len(texts) > 1500
+    assert sum(not lexicon.has_words(text) for text in texts) == 0  # a count: the checking half is not printed

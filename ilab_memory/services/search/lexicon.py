@@ -13,8 +13,9 @@ the lexicon cannot judge it:
 * it holds a digit ("v2", "kd7xyz", "1234"): an identifier, a version, a number;
 * it is not all Latin letters (another script, a mark the lexicon's tokenizer splits);
 * it is written in capitals in the query ("KD7", "BKRT"): an acronym the lexicon may not know;
-* it is an identifier's part (the query word held punctuation inside: ``ERR_CONN_RESET``,
-  ``std::vector``, ``api.example``).
+* it is written as an identifier: punctuation inside or in front (``ERR_CONN_RESET``,
+  ``std::vector``, ``-Werror``, ``.env``) or a capital inside (``SettingWithCopyWarning``,
+  ``useEffect``).
 
 Without ``wordfreq`` (the ``semantic`` extra brings it) every token is a word: nothing is judged.
 """
@@ -25,8 +26,9 @@ import functools
 import re
 
 LANGUAGES = ("en", "es")
-# A query word with punctuation inside is an identifier ("ERR_CONN_RESET", "v2.3.1", "a/b").
-_IDENTIFIER = re.compile(r"\w[^\w\s]+\w")
+# Written as an identifier: punctuation inside or in front of a letter ("ERR_CONN_RESET", "v2.3.1",
+# "-Werror", ".env"), or a capital after a small letter ("SettingWithCopyWarning", "useEffect").
+_IDENTIFIER = re.compile(r"\w[^\w\s]+\w|^[^\w\s¿¡\"'(\[]+[^\W\d_]|[^\W\d_][a-z]+[A-Z]")
 
 
 @functools.cache
