@@ -142,3 +142,9 @@ def test_any_text_gives_none_or_an_aware_nonempty_period(query):
         assert period.start.utcoffset() is not None and period.end.utcoffset() is not None
         assert period.start < period.end
         assert period.phrase in query
+
+
+@pytest.mark.parametrize("query", ["0² last week", "version ²³", "in ٢٠٢٥", "error ¹2"])
+def test_digits_of_other_forms_are_read_or_left_without_error(query):
+    # "²".isdigit() is True, yet int("²") fails: only decimal digits are read as numbers.
+    read_period(query, now=datetime(2026, 1, 15, 9, 0, tzinfo=UTC), time_zone=UTC)

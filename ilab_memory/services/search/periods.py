@@ -90,7 +90,7 @@ class Vocabulary:
     fillers: frozenset[str]  # words dateparser skips ("the", "about", "de"): never a phrase's start or end
 
     def is_date_word(self, word: str) -> bool:
-        return (word in self.anchors or word in self.connectors or word.isdigit() or word in SPANISH_NUMBERS
+        return (word in self.anchors or word in self.connectors or word.isdecimal() or word in SPANISH_NUMBERS
                 or bool(_FULL_DATE.fullmatch(word)))
 
     def names_a_time(self, phrase: list[str]) -> bool:
@@ -105,9 +105,9 @@ class Vocabulary:
 
     def _is_anchor(self, word: str, before: str, after: str) -> bool:
         if _DIGITS.search(word):
-            return bool(_FULL_DATE.fullmatch(word)) or (word.isdigit() and int(word) in YEARS)
+            return bool(_FULL_DATE.fullmatch(word)) or (word.isdecimal() and int(word) in YEARS)
         if word in self.contextual:
-            return before in self.prepositions or after.isdigit()
+            return before in self.prepositions or after.isdecimal()
         return word in self.anchors
 
 
