@@ -101,13 +101,33 @@ def observation_search(
     # The one write, before any read: what the user saved last is found by its meaning too.
     embedding.embed_for_search(user_id=user_id, config=config, using=using)
 
-    preview_chars = config.PREVIEW_CHARS
-    count = limit + CANDIDATE_EXTRA
-    engine, rows = matching_rows(parsed, user_id=user_id, reach=reach, type=type, head=preview_chars + 1, count=count,
-                                 window=window, config=config, using=using)
-    words_found = any(row.coverage > 0 for row in rows)
-    if not words_found and not has_words(query):
+    found = _candidates(parsed, query, user_id=user_id, reach=reach, type=type, limit=limit, window=window,
+                        config=config, using=using)
+    if found is None:
         return []  # letter strings no language spells, held by no memory: nothing to find (``lexicon``)
+    engine, mode, lexical, meaning, candidates = found
+    period = read_period(query, now=now, time_zone=time_zone)
+    scored = _decide(candidates, meaning, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
+                     limit=limit, user_id=user_id, config=config, using=using)
+    read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
+    return [
+        observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=judged.score(
+            engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
+            period=read,
+        ))
+        for judged, row in scored
+    ]
+
+
+def _candidates(parsed, query: str, *, user_id: str, reach: Reach, type: str | None, limit: int, window: Window,
+                config: Config, using: str):
+    """(engine, mode, {id: word match}, meaning, {id: row}) of the memories found by words or
+    meaning; None for a query of letter strings that no memory holds a word of."""
+    count = limit + CANDIDATE_EXTRA
+    engine, rows = matching_rows(parsed, user_id=user_id, reach=reach, type=type, head=config.PREVIEW_CHARS + 1,
+                                 count=count, window=window, config=config, using=using)
+    if not any(row.coverage > 0 for row in rows) and not has_words(query):
+        return None
     mode = MODE_ALL if rows and rows[0].all_terms else MODE_ANY
     lexical = {row.id: row for row in rows}
     also = lexical
@@ -115,21 +135,11 @@ def observation_search(
         # The nearest memories may all lie outside the period: every one inside it is weighed
         # (one query more; words alone need none, their statement keeps to the period).
         also = {**lexical, **dict.fromkeys(_in_window(user_id, reach, window, config=config, using=using))}
-    nearest = max(count, fusion.POOL_SIZE)
-    meaning = semantic.meaning(user_id, reach, query, n=nearest, also=also, config=config, using=using)
+    meaning = semantic.meaning(user_id, reach, query, n=max(count, fusion.POOL_SIZE), also=also, config=config,
+                               using=using)
     candidates = _with_rows_of(dict(lexical), meaning, user_id=user_id, reach=reach, window=window, type=type,
                                config=config, using=using)
-    period = read_period(query, now=now, time_zone=time_zone)
-    scored = _decide(candidates, meaning, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
-                     limit=limit, user_id=user_id, config=config, using=using)
-    read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
-    return [
-        observation_compact(row, preview_chars=preview_chars, score=judged.score(
-            engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
-            period=read,
-        ))
-        for judged, row in scored
-    ]
+    return engine, mode, lexical, meaning, candidates
 
 
 def _with_rows_of(candidates: dict, meaning: semantic.Meaning, *, user_id: str, reach: Reach, window: Window,
