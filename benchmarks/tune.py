@@ -93,7 +93,25 @@ class Loaded:
         self.documents: dict[str, dict[str, list[str]]] = {}
 
 
-def load_half(half: str, levels: list[str], data_dir: Path = DATA) -> Loaded:
+def english_only(data: dict) -> dict:
+    """The users of a graded set who write in English (most of their words more frequent in
+    English than in Spanish, by wordfreq), and their queries in English for English memories."""
+    from wordfreq import word_frequency
+
+    from ilab_memory.services.search import tokens
+
+    words: dict[str, list[str]] = {}
+    for item in data["observations"]:
+        words.setdefault(item["user_id"], []).extend(tokens(f"{item['title']} {item['content']}"))
+    english = {user for user, found in words.items()
+               if 2 * sum(word_frequency(w, "en") >= word_frequency(w, "es") for w in found) > len(found)}
+    crossing = ("[cross", "[crosslingual")
+    return {**data, "observations": [o for o in data["observations"] if o["user_id"] in english],
+            "queries": [q for q in data["queries"] if q["user_id"] in english and not q["note"].startswith(crossing)],
+            "unrelated": [u for u in data.get("unrelated", []) if u["user_id"] in english and u["lang"] == "en"]}
+
+
+def load_half(half: str, levels: list[str], data_dir: Path = DATA, english: bool = False) -> Loaded:
     from ilab_memory.services.search import tokens
 
     loaded = Loaded()
@@ -101,6 +119,7 @@ def load_half(half: str, levels: list[str], data_dir: Path = DATA) -> Loaded:
             "meaning-first": data_dir / "search-semantic-dev.json"}
     for name, path in sets.items():
         data = json.loads(path.read_text(encoding="utf-8")) if name == "meaning" else graded_half(path, half)
+        data = english_only(data) if english else data
         keys = load(data)
         loaded.graded[name] = (data, keys)
         for item in data["observations"]:
@@ -345,6 +364,8 @@ def main(argv=None) -> int:
     parser.add_argument("--drop", action="append", default=[], metavar="RULE,RULE",
                         help="also run with these rules of fusion.RULES off together")
     parser.add_argument("--model", default="e5", choices=("e5", "minilm"))
+    parser.add_argument("--english", action="store_true",
+                        help="only the users who write in English and their English queries (an English model)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
     parser.add_argument("--json", help="write every variant's per-query metrics and outcomes here")
     args = parser.parse_args(argv)
@@ -371,7 +392,7 @@ def main(argv=None) -> int:
         results, rankers = {}, {}
         config = get_config({"EMBEDDER": embedder, "EMBEDDING_RUNNER": None})
         if args.phase == "embedded":
-            loaded = load_half(args.half, levels, Path(args.data))
+            loaded = load_half(args.half, levels, Path(args.data), args.english)
             queue_missing(config=config)
             embed_waiting(config=config)
             embedder.save()
@@ -379,7 +400,7 @@ def main(argv=None) -> int:
         for name, constants, rules in variants(args.rules, args.vary, args.drop):
             if args.phase == "after-saves":  # the same saves for each, nothing embedded but the searches' budgets
                 clear()
-                loaded = load_half(args.half, levels, Path(args.data))
+                loaded = load_half(args.half, levels, Path(args.data), args.english)
                 queue_as_written(config=config)
             with applied(constants, rules):
                 results[name] = run_variant(loaded, search)
