@@ -24,8 +24,8 @@ A result is **weak** when the search reads meaning and neither its words nor its
 enough: it holds less than WORDS_ENOUGH of the query's weighted words and its cosine does not
 pass the user's null (the nearest that questions about nothing the user said come,
 ``calibration.null_of``). A weak result stays, marked (``weak`` and ``evidence`` in the
-breakdown), and only the WEAK_CAP best of them are returned: an agent drops them with
-``min_score`` or the mark; the library does not drop true answers for it.
+breakdown), and only the WEAK_CAP best of them are returned: an agent drops them by the mark;
+the library does not drop true answers for it.
 """
 
 from __future__ import annotations
