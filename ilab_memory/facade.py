@@ -41,7 +41,7 @@ def embedded_settings(path: str) -> dict[str, Any]:
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
         "LOGGING_CONFIG": None,
         # A script has no worker to run: a thread of its own embeds what it saves.
-        "ILAB_MEMORY": {"EMBEDDING_RUNNER": "ilab_memory.background.runner"},
+        "ILAB_MEMORY": {"EMBEDDING_RUNNER": "ilab_memory.runners.thread.runner"},
     }
 
 
