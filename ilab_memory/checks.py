@@ -165,3 +165,37 @@ def check_embedding_runner(app_configs=None, **kwargs):
             id="ilab_memory.I011",
         )]
     return []
+
+
+# The settings the adapter replaced, kept for one release, with the method that decides instead.
+ADAPTER_METHODS = {
+    "USER_ID_RESOLVER": "user_id_of",
+    "SCOPE_RESOLVER": "scope_of",
+    "ACCOUNT_SCOPES": "scope_of",
+}
+
+
+@checks.register(checks.Tags.compatibility)
+def check_adapter(app_configs=None, **kwargs):
+    """The site's adapter can be imported; each setting it replaced is named with its method."""
+    configured = user_settings()
+    if not isinstance(configured, dict):
+        return []  # E001
+    messages = []
+    adapter = get_config().ADAPTER
+    try:
+        if isinstance(adapter, str):
+            import_string(adapter)
+    except ImportError as error:
+        messages.append(checks.Error(f"ILAB_MEMORY['ADAPTER'] cannot be imported: {error}",
+                                     hint="Name a subclass of ilab_memory.adapter.DefaultMemoryAdapter.",
+                                     id="ilab_memory.E013"))
+    for key, method in ADAPTER_METHODS.items():
+        if key in configured:
+            messages.append(checks.Warning(
+                f"ILAB_MEMORY[{key!r}] is deprecated and will be removed; it still works in this release.",
+                hint=f"Override DefaultMemoryAdapter.{method}() in a subclass named by ILAB_MEMORY['ADAPTER'] "
+                "(docs/api.md).",
+                id="ilab_memory.W014",
+            ))
+    return messages

@@ -161,14 +161,14 @@ def test_good_scope_settings_pass():
     assert validate_values({**DEFAULTS, "SCOPES": ("a", "b"), "ACCOUNT_SCOPES": {"bot": "a", "ops": ""}}) == []
 
 
-@pytest.mark.parametrize("resolver", [None, 5, ["a.b"]])
+@pytest.mark.parametrize("resolver", [5, ["a.b"]])
 def test_a_scope_resolver_that_is_neither_a_dotted_path_nor_a_callable_is_a_check_error(resolver):
     with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": resolver}):
         [error] = run_checks()
-    assert error.id == "ilab_memory.E003" and "SCOPE_RESOLVER must be a dotted path or a callable" in error.msg
+    assert error.id == "ilab_memory.E003" and "SCOPE_RESOLVER must be None, a dotted path or a callable" in error.msg
 
 
-@pytest.mark.parametrize("resolver", ["myproject.memory.scope_of", lambda request: None])
+@pytest.mark.parametrize("resolver", [None, "myproject.memory.scope_of", lambda request: None])
 def test_a_scope_resolver_may_be_a_dotted_path_or_a_callable(resolver):
     with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": resolver}):
         assert run_checks() == []

@@ -217,7 +217,7 @@ def user_rows_for_audit(*, user_id: str, scope: str = ALL) -> tuple[list, list]:
 def service_accounts(*, limit: int = 20) -> list[str]:
     """The active accounts granted ``ilab_memory.act_for_any_user`` (directly or through a
     group): the ones whose tokens may act for any user_id. Superusers are among them only when
-    granted it on purpose (``api.identity.may_act_for_any_user``)."""
+    granted it on purpose (``DefaultMemoryAdapter.may_act_for_any_user``)."""
     from django.apps import apps
     from django.contrib.auth import get_user_model
 
