@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from typing import Any
 
 from .exceptions import ConfigurationError, ValidationError
@@ -173,11 +174,16 @@ class ILabMemory:
 
         return selectors.sessions_list(user_id=user_id, status=status, limit=limit, scope=scope, **self._kwargs())
 
-    def mem_close_expired(self) -> list[str]:
-        """The sweep: auto-close every expired active session; returns their ids."""
-        from .services.sessions import sessions_close_expired
+    def mem_close_idle(self) -> list[str]:
+        """The sweep's first half: auto-close every idle active session; returns their ids."""
+        from .services.sessions import sessions_close_idle
 
-        return sessions_close_expired(**self._kwargs())
+        return sessions_close_idle(**self._kwargs())
+
+    def mem_close_expired(self) -> list[str]:
+        """Deprecated name of ``mem_close_idle`` (sessions close; memories expire)."""
+        warnings.warn("mem_close_expired is deprecated: call mem_close_idle", DeprecationWarning, stacklevel=2)
+        return self.mem_close_idle()
 
     def mem_erase_expired(self) -> int:
         """The sweep's other half: erase every expired memory (and its index entry, vector and

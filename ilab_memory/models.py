@@ -46,9 +46,13 @@ class SessionQuerySet(models.QuerySet):
     def completed(self):
         return self.filter(status=SessionStatus.COMPLETED)
 
-    def expired(self, now: datetime, timeout_hours: int):
-        """Active sessions whose last activity is older than the timeout."""
+    def idle(self, now: datetime, timeout_hours: int):
+        """Active sessions whose last activity is older than the timeout: the sweep closes them."""
         return self.active().filter(last_activity_at__lt=now - timedelta(hours=timeout_hours))
+
+    def expired(self, now: datetime, timeout_hours: int):
+        """Deprecated name of ``idle`` (sessions close; memories expire), kept for one release."""
+        return self.idle(now, timeout_hours)
 
     def with_observation_count(self, config=None):
         """Each session's live observations counted by a subquery: per session returned, so a

@@ -139,7 +139,7 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS, conf
     config = config or get_config()
     today = datetime.combine(now.date(), datetime.min.time(), tzinfo=now.tzinfo)
     since = today - timedelta(days=days - 1)
-    expired = Session.objects.expired(now, timeout_hours)
+    expired = Session.objects.idle(now, timeout_hours)
     queued = ObservationVector.objects.filter(model_id__isnull=True)
     return Overview(
         since=since,

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
-from ..services.sessions import clean_summary, sessions_close_expired
+from ..services.sessions import clean_summary, sessions_close_idle
 from ..visibility import expired_q
 from . import console
 from .common import (
@@ -289,7 +289,7 @@ class SessionAdmin(ServiceOwnedAdmin):
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):
             raise PermissionDenied
-        closed = sessions_close_expired()
+        closed = sessions_close_idle()
         message = ngettext(
             "Closed %(count)d expired session.", "Closed %(count)d expired sessions.", len(closed)
         ) % {"count": len(closed)}

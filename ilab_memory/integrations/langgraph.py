@@ -227,7 +227,7 @@ def clean_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
             reason = {
                 "refresh_on_read": "reads never extend a TTL here (a read writes nothing): set it to False",
                 "omit_expired": "expired items are always omitted: leave it out or set it to True",
-                "sweep_interval_minutes": "the site's hourly sweep (ilab_memory_close_expired) erases what "
+                "sweep_interval_minutes": "the site's hourly sweep (ilab_memory_erase_expired) erases what "
                                           "expired: leave it out",
             }[name]
             raise ValidationError("ttl", f"{name}: {reason}.", code="unsupported")
