@@ -12,7 +12,7 @@ import threading
 import warnings
 from typing import Any
 
-from .exceptions import ConfigurationError, ValidationError
+from .exceptions import ConfigurationError
 
 _bootstrap_lock = threading.Lock()
 _embedded_path: str | None = None  # the file this process configured Django on, if any
@@ -240,11 +240,10 @@ class ILabMemory:
         """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
         history, or change when it expires (expires_at, None: never; or ttl). The observation
         must be in ``scope`` (``"*"``: any of the user's)."""
-        from .services.observations import UPDATABLE_FIELDS, observation_update
+        from .services.observations import observation_update
+        from .validation import check_updatable
 
-        unknown = set(fields) - set(UPDATABLE_FIELDS)
-        if unknown:
-            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
+        check_updatable(fields)
         return observation_update(
             user_id=user_id, observation_id=observation_id, scope=scope, **fields, **self._kwargs()
         )

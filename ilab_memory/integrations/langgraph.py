@@ -51,11 +51,11 @@ from langgraph.store.base import (
 
 from ..exceptions import ObservationNotFound, ValidationError
 from ..scopes import ALL, SHARED
-from ..validation import MAX_TTL_SECONDS, normalize_topic_key
+from ..validation import MAX_TTL_SECONDS, OBSERVATIONS_LIMIT, normalize_topic_key
 
 FIELDS = ("title", "content", "type")
 STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
-MAX_LISTED = 100  # the most observations one list read returns (the facade's and the API's bound)
+MAX_LISTED = OBSERVATIONS_LIMIT.maximum  # the most observations one list read returns
 
 
 MAX_TTL_MINUTES = MAX_TTL_SECONDS // 60

@@ -38,8 +38,6 @@ from .transactions import atomic_with_retry
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
 CREATED, REVISED, DUPLICATE, UPDATED = "created", "revised", "duplicate", "updated"
-# What an update may name.
-UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
 # What a replace writes and the history keeps: every field of the memory a caller may give.
 REPLACED_FIELDS = ("type", "title", "content", "topic_key", "metadata", "happened_at")
 # What a revise writes besides them (the expiry is the row's lifetime, not part of its history).
