@@ -325,7 +325,7 @@ class ObservationVector(models.Model):
             # A user's vectors of one model (search), and their pending or stale rows.
             models.Index(fields=["user_id", "model_id", "generation", "id"], name="ilab_mem_vec_user_model"),
             # The queue: across users, oldest first (workers and the embed command), and one
-            # user's (a search in inline mode). Partial: only queued rows are in them.
+            # user's (a search embedding its budget). Partial: only queued rows are in them.
             models.Index(fields=["queued_at"], condition=Q(model_id__isnull=True), name="ilab_mem_vec_pending"),
             models.Index(fields=["user_id", "queued_at"], condition=Q(model_id__isnull=True),
                          name="ilab_mem_vec_user_pending"),
