@@ -96,7 +96,7 @@ def overview_view(model_admin, request):
         timeout_hours=config.SESSION_TIMEOUT_HOURS,
         hybrid=config.EMBEDDER is not None,
         sessions_url=admin_url(model_admin, Session, "changelist"),
-        can_close_expired=model_admin.has_change_permission(request),
+        can_close_idle=model_admin.has_change_permission(request),
         service_accounts=admin_selectors.service_accounts(),
         expiring_chart=bar_rows(data.expiring_by_type, link=lambda type_: _expiring_url(model_admin, type_)),
         expiring_total=sum(n for _type, n in data.expiring_by_type),

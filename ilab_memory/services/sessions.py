@@ -72,7 +72,8 @@ def _close(session: Session, *, ended_at: datetime, summary: str | None, blocks:
 
 
 def auto_close(session: Session, *, config: Config, using: str) -> None:
-    """Close an expired session at the moment it expired; keep a narrative summary if any."""
+    """Close an idle session at the moment it went idle (its last activity plus the timeout); keep a
+    narrative summary if any."""
     ended_at = session.last_activity_at + timedelta(hours=config.SESSION_TIMEOUT_HOURS)
     _close(session, ended_at=ended_at, summary=None, blocks=0, reason=EXPIRED, config=config, using=using)
 
@@ -89,7 +90,7 @@ def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, co
 
     The common case, a live session, is one statement that finds it and bumps it
     (finding the session and keeping it alive at once: the same result in the same transaction). Otherwise, under the scope's
-    lock: an expired session is auto-closed and a new one opened; none, one is opened; one a
+    lock: an idle session is auto-closed and a new one opened; none, one is opened; one a
     concurrent writer opened meanwhile is bumped.
     """
     session_id = _bump_live(user_id, scope, now=now, config=config, using=using)
