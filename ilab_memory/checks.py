@@ -119,9 +119,13 @@ def check_embedder(app_configs=None, **kwargs):
 
 
 # What each value of the removed EMBEDDING_MODE setting is now.
-MODE_RUNNERS = {"background": "'ilab_memory.background.runner'", "celery": "'ilab_memory.tasks.runner'",
-                "inline": "None"}
-THE_RUNNERS = "'ilab_memory.background.runner' (a thread in each process) or 'ilab_memory.tasks.runner' (Celery)"
+MODE_RUNNERS = {"background": "'ilab_memory.runners.thread.runner'",
+                "celery": "'ilab_memory.runners.celery.runner'", "inline": "None"}
+THE_RUNNERS = ("'ilab_memory.runners.thread.runner' (a thread in each process) or "
+               "'ilab_memory.runners.celery.runner' (Celery)")
+# The runners' paths before they gathered in ilab_memory/runners/, kept for one release.
+MOVED_RUNNERS = {"ilab_memory.background.runner": "ilab_memory.runners.thread.runner",
+                 "ilab_memory.tasks.runner": "ilab_memory.runners.celery.runner"}
 
 
 @checks.register(checks.Tags.compatibility)
@@ -138,13 +142,20 @@ def check_embedding_runner(app_configs=None, **kwargs):
             hint=f"Replace it with 'EMBEDDING_RUNNER': {MODE_RUNNERS.get(mode, THE_RUNNERS)} (docs/settings.md).",
             id="ilab_memory.E011",
         )]
+    runner = get_config().EMBEDDING_RUNNER
     try:
-        if get_config().EMBEDDING_RUNNER:
-            import_string(get_config().EMBEDDING_RUNNER)
+        if runner:
+            import_string(runner)
     except ImportError as error:
         return [checks.Error(f"ILAB_MEMORY['EMBEDDING_RUNNER'] cannot be imported: {error}",
-                             hint="'ilab_memory.tasks.runner' needs the celery extra (docs/search.md).",
+                             hint="'ilab_memory.runners.celery.runner' needs the celery extra (docs/search.md).",
                              id="ilab_memory.E012")]
+    if runner in MOVED_RUNNERS:
+        return [checks.Warning(
+            f"ILAB_MEMORY['EMBEDDING_RUNNER'] names {runner!r}, the old path of a runner; it will be removed.",
+            hint=f"Set 'EMBEDDING_RUNNER': {MOVED_RUNNERS[runner]!r} (the same runner, in ilab_memory/runners/).",
+            id="ilab_memory.W013",
+        )]
     if "EMBEDDING_RUNNER" not in configured and get_config().EMBEDDER is not None:
         return [checks.Info(
             "ilab_memory embeds new memories only in searches (a few each) and with manage.py "
@@ -154,3 +165,37 @@ def check_embedding_runner(app_configs=None, **kwargs):
             id="ilab_memory.I011",
         )]
     return []
+
+
+# The settings the adapter replaced, kept for one release, with the method that decides instead.
+ADAPTER_METHODS = {
+    "USER_ID_RESOLVER": "user_id_of",
+    "SCOPE_RESOLVER": "scope_of",
+    "ACCOUNT_SCOPES": "scope_of",
+}
+
+
+@checks.register(checks.Tags.compatibility)
+def check_adapter(app_configs=None, **kwargs):
+    """The site's adapter can be imported; each setting it replaced is named with its method."""
+    configured = user_settings()
+    if not isinstance(configured, dict):
+        return []  # E001
+    messages = []
+    adapter = get_config().ADAPTER
+    try:
+        if isinstance(adapter, str):
+            import_string(adapter)
+    except ImportError as error:
+        messages.append(checks.Error(f"ILAB_MEMORY['ADAPTER'] cannot be imported: {error}",
+                                     hint="Name a subclass of ilab_memory.adapter.DefaultMemoryAdapter.",
+                                     id="ilab_memory.E013"))
+    for key, method in ADAPTER_METHODS.items():
+        if key in configured:
+            messages.append(checks.Warning(
+                f"ILAB_MEMORY[{key!r}] is deprecated and will be removed; it still works in this release.",
+                hint=f"Override DefaultMemoryAdapter.{method}() in a subclass named by ILAB_MEMORY['ADAPTER'] "
+                "(docs/api.md).",
+                id="ilab_memory.W014",
+            ))
+    return messages

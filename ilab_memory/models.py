@@ -46,9 +46,13 @@ class SessionQuerySet(models.QuerySet):
     def completed(self):
         return self.filter(status=SessionStatus.COMPLETED)
 
-    def expired(self, now: datetime, timeout_hours: int):
-        """Active sessions whose last activity is older than the timeout."""
+    def idle(self, now: datetime, timeout_hours: int):
+        """Active sessions whose last activity is older than the timeout: the sweep closes them."""
         return self.active().filter(last_activity_at__lt=now - timedelta(hours=timeout_hours))
+
+    def expired(self, now: datetime, timeout_hours: int):
+        """Deprecated name of ``idle`` (sessions close; memories expire), kept for one release."""
+        return self.idle(now, timeout_hours)
 
     def with_observation_count(self, config=None):
         """Each session's live observations counted by a subquery: per session returned, so a
@@ -321,7 +325,7 @@ class ObservationVector(models.Model):
             # A user's vectors of one model (search), and their pending or stale rows.
             models.Index(fields=["user_id", "model_id", "generation", "id"], name="ilab_mem_vec_user_model"),
             # The queue: across users, oldest first (workers and the embed command), and one
-            # user's (a search in inline mode). Partial: only queued rows are in them.
+            # user's (a search embedding its budget). Partial: only queued rows are in them.
             models.Index(fields=["queued_at"], condition=Q(model_id__isnull=True), name="ilab_mem_vec_pending"),
             models.Index(fields=["user_id", "queued_at"], condition=Q(model_id__isnull=True),
                          name="ilab_mem_vec_user_pending"),

@@ -84,6 +84,16 @@ TIMELINE_AFTER = Count("after", 0, 50)
 SESSIONS_LIMIT = Count("limit", 1, 100)
 OBSERVATIONS_LIMIT = Count("limit", 1, 100)
 
+# What an update may name: the facade and the client refuse any other keyword in the same words.
+UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
+
+
+def check_updatable(fields) -> None:
+    """Refuse an update naming a field it cannot change (ValidationError naming the first such field)."""
+    unknown = set(fields) - set(UPDATABLE_FIELDS)
+    if unknown:
+        raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
+
 
 def clean_type(value: Any, *, allowed) -> str:
     if not isinstance(value, str) or not TYPE_PATTERN.fullmatch(value):

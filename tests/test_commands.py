@@ -68,7 +68,8 @@ def history(mem, settings, tmp_path):
 def commands(document):
     """(name, args, options, the label its progress line shows) of each long command."""
     return [
-        ("ilab_memory_close_expired", [], {}, "Closing expired sessions: 1 closed"),
+        ("ilab_memory_close_idle", [], {}, "Closing idle sessions: 1 closed"),
+        ("ilab_memory_erase_expired", [], {}, "Erasing expired memories"),
         ("ilab_memory_export", ["alice"], {"output": str(document.with_name("out.json"))}, "Exporting: "),
         ("ilab_memory_forget", ["alice"], {"yes": True}, "Erasing"),
         ("ilab_memory_import", ["alice", str(document)], {}, "Checking and writing"),
@@ -114,9 +115,10 @@ def test_the_sweep_under_cron_prints_nothing_at_all(site_env):  # noqa: F811
     """A real process as cron runs it (no terminal, -v 0), system checks included."""
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=site_env, check=True)
-    result = subprocess.run([*manage, "ilab_memory_close_expired", "-v", "0"], cwd=ROOT, env=site_env,
-                            capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
-    assert result.returncode == 0 and (result.stdout, result.stderr) == ("", "")
+    for sweep in ("ilab_memory_close_idle", "ilab_memory_erase_expired", "ilab_memory_close_expired"):
+        result = subprocess.run([*manage, sweep, "-v", "0"], cwd=ROOT, env=site_env,
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+        assert result.returncode == 0 and (result.stdout, result.stderr) == ("", ""), sweep
 
 
 def test_export_into_a_pipe_that_closes_ends_quietly(site_env):  # noqa: F811
@@ -152,8 +154,8 @@ def test_the_embed_command_changes_no_schema_migrate_adds_the_pgvector_column():
         call_command("ilab_memory_embed", "--pgvector")
 
 
-def test_the_sweep_still_closes_what_expired(history):
-    call_command("ilab_memory_close_expired", verbosity=0)
+def test_the_sweep_still_closes_what_went_idle(history):
+    call_command("ilab_memory_close_idle", verbosity=0)
     assert Session.objects.get(user_id="bob").status == "completed"
 
 

@@ -77,7 +77,7 @@ def test_bad_values_are_reported(bad):
         assert "ilab_memory.E003" in ids(run_checks())
 
 
-@pytest.mark.parametrize("runner", [None, "ilab_memory.background.runner", "ilab_memory.tasks.runner"])
+@pytest.mark.parametrize("runner", [None, "ilab_memory.runners.thread.runner", "ilab_memory.runners.celery.runner"])
 def test_a_search_budget_of_zero_and_every_shipped_runner_pass_the_checks(runner):
     from ilab_memory.checks import check_embedding_runner
 
@@ -85,8 +85,8 @@ def test_a_search_budget_of_zero_and_every_shipped_runner_pass_the_checks(runner
         assert run_checks() == [] and check_embedding_runner() == []
 
 
-@pytest.mark.parametrize("mode, runner", [("background", "'ilab_memory.background.runner'"),
-                                          ("celery", "'ilab_memory.tasks.runner'"), ("inline", "None")])
+@pytest.mark.parametrize("mode, runner", [("background", "'ilab_memory.runners.thread.runner'"),
+                                          ("celery", "'ilab_memory.runners.celery.runner'"), ("inline", "None")])
 def test_the_removed_embedding_mode_is_an_error_that_names_its_runner(mode, runner):
     from ilab_memory.checks import check_embedding_runner
 
@@ -106,9 +106,22 @@ def test_a_site_with_an_embedder_and_no_runner_chosen_is_told_how_its_backlog_dr
         [info] = check_embedding_runner()
     assert info.id == "ilab_memory.I011" and info.level == checks.INFO
     assert "ilab_memory_embed" in info.msg
-    assert "'ilab_memory.background.runner'" in info.hint and "'ilab_memory.tasks.runner'" in info.hint
+    assert "'ilab_memory.runners.thread.runner'" in info.hint and "'ilab_memory.runners.celery.runner'" in info.hint
     with override_settings(ILAB_MEMORY={"EMBEDDER": None}):
         assert check_embedding_runner() == []  # words only: nothing to embed
+
+
+@pytest.mark.parametrize("old, new", [("ilab_memory.background.runner", "ilab_memory.runners.thread.runner"),
+                                      ("ilab_memory.tasks.runner", "ilab_memory.runners.celery.runner")])
+def test_a_runner_named_by_its_old_path_still_runs_with_a_warning_naming_the_new_one(old, new):
+    from django.utils.module_loading import import_string
+
+    from ilab_memory.checks import check_embedding_runner
+
+    assert import_string(old) is import_string(new)
+    with override_settings(ILAB_MEMORY={"EMBEDDING_RUNNER": old}):
+        [warning] = check_embedding_runner()
+    assert warning.id == "ilab_memory.W013" and repr(new) in warning.hint
 
 
 def test_a_runner_that_cannot_be_imported_is_an_error():
@@ -148,14 +161,14 @@ def test_good_scope_settings_pass():
     assert validate_values({**DEFAULTS, "SCOPES": ("a", "b"), "ACCOUNT_SCOPES": {"bot": "a", "ops": ""}}) == []
 
 
-@pytest.mark.parametrize("resolver", [None, 5, ["a.b"]])
+@pytest.mark.parametrize("resolver", [5, ["a.b"]])
 def test_a_scope_resolver_that_is_neither_a_dotted_path_nor_a_callable_is_a_check_error(resolver):
     with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": resolver}):
         [error] = run_checks()
-    assert error.id == "ilab_memory.E003" and "SCOPE_RESOLVER must be a dotted path or a callable" in error.msg
+    assert error.id == "ilab_memory.E003" and "SCOPE_RESOLVER must be None, a dotted path or a callable" in error.msg
 
 
-@pytest.mark.parametrize("resolver", ["myproject.memory.scope_of", lambda request: None])
+@pytest.mark.parametrize("resolver", [None, "myproject.memory.scope_of", lambda request: None])
 def test_a_scope_resolver_may_be_a_dotted_path_or_a_callable(resolver):
     with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": resolver}):
         assert run_checks() == []

@@ -211,7 +211,9 @@ def model_columns() -> frozenset[str]:
     models = list(apps.get_app_config("ilab_memory").get_models())
     return frozenset({field.name for model in models for field in model._meta.get_fields()}
                      | {field.column for model in models for field in model._meta.concrete_fields}
-                     | {index.name for model in models for index in model._meta.indexes})
+                     | {index.name for model in models for index in model._meta.indexes}
+                     | {constraint.name for model in models for constraint in model._meta.constraints}
+                     | {model._meta.db_table for model in models})
 
 
 def _known_name(span: str) -> bool:

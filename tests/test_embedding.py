@@ -179,15 +179,15 @@ def test_a_runner_named_by_the_setting_runs_when_a_write_commits(tmem, settings)
 def test_the_shipped_runners_are_named_by_path_and_no_service_imports_one():
     import pathlib
 
-    from ilab_memory import background, tasks
+    from ilab_memory.runners import celery, thread
 
-    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.background.runner"})) is background.runner
-    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.tasks.runner"})) is tasks.runner
+    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.runners.thread.runner"})) is thread.runner
+    assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": "ilab_memory.runners.celery.runner"})) is celery.runner
     assert embedding.runner_for(get_config({"EMBEDDING_RUNNER": None})) is None
     services = pathlib.Path(embedding.__file__).parent
     for module in services.rglob("*.py"):
         text = module.read_text()
-        assert "import tasks" not in text and "from ..tasks" not in text and "import background" not in text, module
+        assert not any(f"{word} runners" in text or "from ..runners" in text for word in ("import", "from")), module
 
 
 def test_queue_puts_each_observation_in_the_queue_with_nothing_else(db):

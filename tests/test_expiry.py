@@ -178,8 +178,12 @@ def test_a_new_save_takes_an_expired_memorys_topic_key(mem, clock):
     second = mem.mem_save("alice", "Hotel", "By the castle.", topic_key="hotel")
     assert second.action == "created" and second.observation.id != first.id
     assert second.observation.revision_count == 1 and second.observation.expires_at is None
-    assert traces_of(first.id)["row"] == 0  # the expired holder of the topic is erased
+    # The expired holder is set aside (soft-deleted), not erased by the write: the sweep erases it.
+    assert Observation.objects.get(pk=first.id).deleted_at == START + MINUTE
     assert [o.id for o in mem.mem_list_observations("alice", topic_key="hotel")] == [second.observation.id]
+    assert mem.mem_erase_expired() == 1
+    assert traces_of(first.id) == {"row": 0, "revisions": 0, "vector": 0, "index": 0}
+    assert traces_of(second.observation.id)["row"] == 1
 
 
 def test_an_update_may_take_an_expired_memorys_topic_key(mem, clock):
@@ -187,7 +191,18 @@ def test_an_update_may_take_an_expired_memorys_topic_key(mem, clock):
     other = mem.mem_save("alice", "Flights", "Lisbon on the 3rd.").observation
     clock.shift(MINUTE)
     assert mem.mem_update("alice", other.id, topic_key="hotel").topic_key == "hotel"
-    assert traces_of(holder.id)["row"] == 0
+    assert Observation.objects.get(pk=holder.id).deleted_at is not None  # set aside; the sweep erases it
+    assert mem.mem_erase_expired() == 1 and traces_of(holder.id)["row"] == 0
+
+
+def test_an_expired_holder_set_aside_stays_expired_to_a_restore(mem, clock):
+    first = mem.mem_save("alice", "Hotel", "By the river.", topic_key="hotel", ttl=60).observation
+    clock.shift(MINUTE)
+    mem.mem_save("alice", "Hotel", "By the castle.", topic_key="hotel")
+    from ilab_memory.services.observations import observation_restore
+
+    with pytest.raises(ObservationNotFound):
+        observation_restore(user_id="alice", observation_id=first.id)
 
 
 def test_a_duplicate_never_revives_an_expired_twin(mem, clock):
@@ -340,11 +355,11 @@ def test_the_signal_names_each_users_erased_memories_after_commit(tmem, clock):
         signals.observations_expired.disconnect(receiver)
 
 
-def test_the_command_closes_sessions_and_erases_expired_memories(db, clock, capsys):
+def test_the_command_erases_expired_memories(db, clock, capsys):
     mem = ILabMemory()
     _, passing = history(mem, save={"ttl": 60})
     clock.shift(MINUTE)
-    call_command("ilab_memory_close_expired")
+    call_command("ilab_memory_erase_expired")
     assert "Erased 1 expired memory(ies)." in capsys.readouterr().out
     assert traces_of(passing.id) == {"row": 0, "revisions": 0, "vector": 0, "index": 0}
 

@@ -164,8 +164,9 @@ def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
     assert (checked.stdout, checked.stderr) == ("System check identified no issues (0 silenced).\n", "")
     assert "ilab_memory_demo" not in manage("help").stdout  # the demo's superuser never ships
 
-    sweep = manage(*manage_args(guide_command(guide, r"manage\.py ilab_memory_close_expired")))
-    assert (sweep.stdout, sweep.stderr) == ("", "")  # what cron would mail: nothing
+    for command in ("ilab_memory_close_idle", "ilab_memory_erase_expired"):
+        sweep = manage(*manage_args(guide_command(guide, rf"manage\.py {command}")))
+        assert (sweep.stdout, sweep.stderr) == ("", "")  # what cron would mail: nothing
 
     assert manage_args(guide_command(guide, r"^python manage\.py createsuperuser$")) == ["createsuperuser"]
     username, password = "operator", uuid.uuid4().hex

@@ -12,8 +12,8 @@ PACKAGE = ROOT.name
 
 # Lower numbers sit lower; a module may import its own layer or any lower one.
 FOUNDATION, SELECTORS, SERVICES, FACES = range(4)
-FACE_PREFIXES = ("admin", "api", "mcp", "management", "facade", "tasks", "background", "apps", "client",
-                 "integrations")
+FACE_PREFIXES = ("admin", "api", "mcp", "management", "facade", "runners", "tasks", "background", "apps",
+                 "client", "integrations")
 
 
 def module_name(path: pathlib.Path) -> str:

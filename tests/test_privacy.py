@@ -391,7 +391,7 @@ def test_synthetic_summary_on_end_uses_redacted_titles_and_counts_zero(mem, cloc
 def test_synthetic_summary_on_auto_close_uses_redacted_titles(mem, clock):
     mem.mem_save("alice", f"Login <private>{SECRET}</private>", "c")
     clock.shift(H25)
-    assert mem.mem_close_expired()
+    assert mem.mem_close_idle()
     session = Session.objects.get()
     assert session.summary == f"Memorias registradas: [manual] Login {REDACTED}"
     assert session.is_auto_generated is True and session.redacted_blocks == 0

@@ -159,7 +159,7 @@ class Run:
             traveller.shift(timedelta(hours=op[1]))
             return
         if kind == "sweep":
-            self.call(self.mem.mem_close_expired)
+            self.call(self.mem.mem_close_idle)
             return
         user_id = self.users[op[1]]
         mem = self.mem
@@ -304,7 +304,7 @@ def test_private_text_is_stored_nowhere_after_any_sequence_of_operations(tmem, o
         for op in operations:
             run.apply(op, traveller)
         traveller.shift(timedelta(hours=25))
-        run.call(tmem.mem_close_expired)  # whatever is still open gets its auto-close too
+        run.call(tmem.mem_close_idle)  # whatever is still open gets its auto-close too
         run.read_everything()
     _clock["now"] += timedelta(days=3)
 

@@ -384,7 +384,7 @@ def test_sweep_closes_only_expired_sessions(mem, clock):
     clock.shift(timedelta(hours=12))
     mem.mem_session_start("recent")
     clock.shift(timedelta(hours=12) + TICK)
-    closed = mem.mem_close_expired()
+    closed = mem.mem_close_idle()
     old = Session.objects.get(user_id="old")
     assert closed == [str(old.id)]
     assert old.status == "completed" and old.ended_at == START + H24
@@ -395,29 +395,46 @@ def test_sweep_closes_only_expired_sessions(mem, clock):
 def test_sweep_twice_changes_nothing(mem, clock):
     mem.mem_session_start("alice")
     clock.shift(H24 + TICK)
-    mem.mem_close_expired()
+    mem.mem_close_idle()
     before = list(Session.objects.values())
     clock.shift(timedelta(days=2))
-    assert mem.mem_close_expired() == []
+    assert mem.mem_close_idle() == []
     assert list(Session.objects.values()) == before
 
 
 def test_sweep_keeps_narrative_summaries(mem, clock):
     mem.mem_session_summary("alice", "Narrative")
     clock.shift(H24 + TICK)
-    mem.mem_close_expired()
+    mem.mem_close_idle()
     session = Session.objects.get(user_id="alice")
     assert session.summary == "Narrative" and not session.is_auto_generated
 
 
-def test_close_expired_command_prints_what_it_closed(mem, clock, capsys):
+def test_close_idle_command_prints_what_it_closed(mem, clock, capsys):
     sid = mem.mem_session_start("alice").session_id
     clock.shift(H24 + TICK)
-    call_command("ilab_memory_close_expired", verbosity=2)
+    call_command("ilab_memory_close_idle", verbosity=2)
     out = capsys.readouterr().out
-    assert sid in out and "Closed 1 expired session(s)." in out
-    call_command("ilab_memory_close_expired")
-    assert "Closed 0 expired session(s)." in capsys.readouterr().out
+    assert sid in out and "Closed 1 idle session(s)." in out
+    call_command("ilab_memory_close_idle")
+    assert "Closed 0 idle session(s)." in capsys.readouterr().out
+
+
+def test_the_old_names_of_closing_idle_sessions_still_work_and_say_so(mem, clock, capsys):
+    mem.mem_session_start("alice")
+    mem.mem_session_start("bob")
+    clock.shift(H24 + TICK)
+    now = START + H24 + TICK
+    assert Session.objects.expired(now, 24).count() == Session.objects.idle(now, 24).count() == 2
+    with pytest.warns(DeprecationWarning, match="mem_close_idle"):
+        assert len(mem.mem_close_expired()) == 2
+    from ilab_memory.services.sessions import sessions_close_expired, sessions_close_idle
+
+    assert sessions_close_expired is sessions_close_idle
+    call_command("ilab_memory_close_expired")  # the old command: both halves of the sweep, and a notice
+    out, err = capsys.readouterr()
+    assert "Closed 0 idle session(s)." in out and "Erased 0 expired memory(ies)." in out
+    assert "deprecated" in err and "ilab_memory_close_idle" in err
 
 
 # -- database invariants ---------------------------------------------------------------------

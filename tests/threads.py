@@ -36,7 +36,7 @@ def run_together(target, n: int) -> list:
 def running_thread(using: str = "default"):
     """This process's background embedder of ``using``, if one runs (its registry, read under
     its lock)."""
-    from ilab_memory import background
+    from ilab_memory.runners import thread
 
-    with background._lock:
-        return background._threads.get(using)
+    with thread._lock:
+        return thread._threads.get(using)

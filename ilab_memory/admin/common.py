@@ -186,8 +186,8 @@ class ScopeFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         config = get_config()
-        # Suggestions only (the box takes any scope): the allowed scopes, and those the default
-        # SCOPE_RESOLVER binds accounts to; a resolver of a site's own cannot be listed.
+        # Suggestions only (the box takes any scope): the allowed scopes, and those the deprecated
+        # ACCOUNT_SCOPES binds accounts to; an adapter's own bindings cannot be listed.
         known = set(config.SCOPES or ()) | set(config.ACCOUNT_SCOPES.values())
         user_id = request.GET.get(UserIdFilter.parameter_name)
         if user_id:

@@ -20,6 +20,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 
 from .. import selectors
+from ..adapter import user_id_is_primary_key
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
@@ -34,7 +35,6 @@ from .common import SHARED_CHOICE, SHARED_LABEL, SOON, admin_url, audit, duratio
 
 USER_ROWS = 20
 SEARCH_RESULTS = 20
-DEFAULT_RESOLVER = "ilab_memory.api.identity.user_id_from_request"
 
 
 def urls(model_admin) -> list:
@@ -96,7 +96,7 @@ def overview_view(model_admin, request):
         timeout_hours=config.SESSION_TIMEOUT_HOURS,
         hybrid=config.EMBEDDER is not None,
         sessions_url=admin_url(model_admin, Session, "changelist"),
-        can_close_expired=model_admin.has_change_permission(request),
+        can_close_idle=model_admin.has_change_permission(request),
         service_accounts=admin_selectors.service_accounts(),
         expiring_chart=bar_rows(data.expiring_by_type, link=lambda type_: _expiring_url(model_admin, type_)),
         expiring_total=sum(n for _type, n in data.expiring_by_type),
@@ -114,10 +114,10 @@ def _expiring_url(model_admin, type_: str) -> str:
 
 
 def host_user_url(model_admin, user_id: str) -> str | None:
-    """The admin page of the host's user behind ``user_id``, when the default resolver made it
-    (the user's primary key) and that user exists; None otherwise."""
-    if get_config().USER_ID_RESOLVER != DEFAULT_RESOLVER:
-        return None  # a custom resolver cannot be run backwards
+    """The admin page of the host's user behind ``user_id``, when the default rule made it (the
+    user's primary key, ``adapter.user_id_is_primary_key``) and that user exists; None otherwise."""
+    if not user_id_is_primary_key():
+        return None  # a site's own rule cannot be run backwards
     user_model = get_user_model()
     try:
         pk = user_model._meta.pk.to_python(user_id)

@@ -2,7 +2,7 @@
 
 Each is one bounded, indexed query, so the overview costs the same at a thousand rows and at
 millions: windows of the last days through the (-started_at) and (-updated_at) indexes, the
-sweep's partial index for expired sessions, the queue's partial index for the embedding backlog,
+sweep's partial index for idle sessions, the queue's partial index for the embedding backlog,
 what expires in the next days through the (expires_at) and (-updated_at) indexes, and counts
 capped like the admin's paginator. Nothing here counts a whole table.
 """
@@ -59,8 +59,8 @@ class Overview:
     days: list[DayOfSessions]
     memories_by_type: list[tuple[str, int]]
     busiest_users: list[tuple[str, int]]
-    expired_open: Capped
-    oldest_expired_activity: datetime | None
+    idle_open: Capped
+    oldest_idle_activity: datetime | None
     embedding_backlog: Capped
     oldest_queued: datetime | None
     expiring_days: int
@@ -139,15 +139,15 @@ def overview(*, now: datetime, timeout_hours: int, days: int = WINDOW_DAYS, conf
     config = config or get_config()
     today = datetime.combine(now.date(), datetime.min.time(), tzinfo=now.tzinfo)
     since = today - timedelta(days=days - 1)
-    expired = Session.objects.expired(now, timeout_hours)
+    idle = Session.objects.idle(now, timeout_hours)
     queued = ObservationVector.objects.filter(model_id__isnull=True)
     return Overview(
         since=since,
         days=sessions_per_day(since=since, days=days),
         memories_by_type=written_since("type", since=since, limit=12),
         busiest_users=written_since("user_id", since=since, limit=10),
-        expired_open=capped_count(expired, along="last_activity_at"),
-        oldest_expired_activity=expired.order_by().aggregate(at=Min("last_activity_at"))["at"],
+        idle_open=capped_count(idle, along="last_activity_at"),
+        oldest_idle_activity=idle.order_by().aggregate(at=Min("last_activity_at"))["at"],
         embedding_backlog=capped_count(queued, along="queued_at"),
         oldest_queued=queued.order_by().aggregate(at=Min("queued_at"))["at"],
         expiring_days=EXPIRING_DAYS,
@@ -217,7 +217,7 @@ def user_rows_for_audit(*, user_id: str, scope: str = ALL) -> tuple[list, list]:
 def service_accounts(*, limit: int = 20) -> list[str]:
     """The active accounts granted ``ilab_memory.act_for_any_user`` (directly or through a
     group): the ones whose tokens may act for any user_id. Superusers are among them only when
-    granted it on purpose (``api.identity.may_act_for_any_user``)."""
+    granted it on purpose (``DefaultMemoryAdapter.may_act_for_any_user``)."""
     from django.apps import apps
     from django.contrib.auth import get_user_model
 

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from ..conf import get_config
 from ..exceptions import ValidationError as MemoryValidationError
 from ..models import Observation, Session
-from ..services.sessions import clean_summary, sessions_close_expired
+from ..services.sessions import clean_summary, sessions_close_idle
 from ..visibility import expired_q
 from . import console
 from .common import (
@@ -276,22 +276,22 @@ class SessionAdmin(ServiceOwnedAdmin):
         wrap = self.admin_site.admin_view
         return [
             path(
-                "close-expired/",
-                wrap(self.close_expired_view),
-                name=f"{opts.app_label}_{opts.model_name}_close_expired",
+                "close-idle/",
+                wrap(self.close_idle_view),
+                name=f"{opts.app_label}_{opts.model_name}_close_idle",
             ),
             *console.urls(self),
             *super().get_urls(),
         ]
 
-    def close_expired_view(self, request):
+    def close_idle_view(self, request):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):
             raise PermissionDenied
-        closed = sessions_close_expired()
+        closed = sessions_close_idle()
         message = ngettext(
-            "Closed %(count)d expired session.", "Closed %(count)d expired sessions.", len(closed)
+            "Closed %(count)d idle session.", "Closed %(count)d idle sessions.", len(closed)
         ) % {"count": len(closed)}
         note = gettext("Auto-closed by the sweep from the admin (%(count)d sessions closed in this run).") % {
             "count": len(closed)
@@ -304,5 +304,5 @@ class SessionAdmin(ServiceOwnedAdmin):
         return HttpResponseRedirect(admin_url(self, Session, "changelist"))
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "can_close_expired": self.has_change_permission(request)}
+        extra_context = {**(extra_context or {}), "can_close_idle": self.has_change_permission(request)}
         return super().changelist_view(request, extra_context)

@@ -113,7 +113,7 @@ SCOPE_SLUG = _(
     "{n} characters (one of the SCOPES setting when the site lists them)"
 )
 SCOPE_BOUND = _(
-    "An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the "
+    "An account bound to a scope (the site's ADAPTER decides) acts in that scope when the "
     "request names none; naming any other is a 403 (code scope_bound)."
 )
 SCOPE_HELP = {

@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
 from .. import selectors, types
+from ..access import NOT_NAMED, MemoryUserRateThrottle, acting_scope, acting_user_id
 from ..conf import get_config
 from ..encoding import encode
 from ..exceptions import ValidationError
@@ -39,12 +40,10 @@ from ..visibility import clean_window
 from . import serializers
 from .errors import AppErrorMixin, PayloadTooLarge
 from .filters import ObservationFilter, SessionFilter
-from .identity import NOT_NAMED, acting_scope, acting_user_id
 from .metadata import InputMetadata
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
-from .throttling import MemoryUserRateThrottle
 
 
 class MemoryAPIMixin(AppErrorMixin):

@@ -22,6 +22,7 @@ from ..validation import (
     OBSERVATIONS_LIMIT,
     SESSIONS_LIMIT,
     check_text,
+    check_updatable,
     clean_choice,
     clean_moment,
     clean_time_zone,
@@ -32,7 +33,6 @@ from ..validation import (
 from .decode import decode
 from .transport import Transport
 
-UPDATABLE = frozenset({"title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl"})
 SESSION_STATUSES = ("active", "completed")
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -126,9 +126,7 @@ class MemoryClient:
         """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
         history, or change when it expires (expires_at, None: never; or ttl). The observation
         must be in ``scope`` (``"*"``: any of the user's)."""
-        unknown = set(fields) - UPDATABLE
-        if unknown:
-            raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
+        check_updatable(fields)
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
         body = {**fields, **_times(fields), **_body(user_id, scope)}
         return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))

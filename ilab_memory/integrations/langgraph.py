@@ -51,11 +51,11 @@ from langgraph.store.base import (
 
 from ..exceptions import ObservationNotFound, ValidationError
 from ..scopes import ALL, SHARED
-from ..validation import MAX_TTL_SECONDS, normalize_topic_key
+from ..validation import MAX_TTL_SECONDS, OBSERVATIONS_LIMIT, normalize_topic_key
 
 FIELDS = ("title", "content", "type")
 STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
-MAX_LISTED = 100  # the most observations one list read returns (the facade's and the API's bound)
+MAX_LISTED = OBSERVATIONS_LIMIT.maximum  # the most observations one list read returns
 
 
 MAX_TTL_MINUTES = MAX_TTL_SECONDS // 60
@@ -227,7 +227,7 @@ def clean_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
             reason = {
                 "refresh_on_read": "reads never extend a TTL here (a read writes nothing): set it to False",
                 "omit_expired": "expired items are always omitted: leave it out or set it to True",
-                "sweep_interval_minutes": "the site's hourly sweep (ilab_memory_close_expired) erases what "
+                "sweep_interval_minutes": "the site's hourly sweep (ilab_memory_erase_expired) erases what "
                                           "expired: leave it out",
             }[name]
             raise ValidationError("ttl", f"{name}: {reason}.", code="unsupported")

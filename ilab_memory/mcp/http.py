@@ -10,12 +10,13 @@ replica behind a load balancer answers any request. Each HTTP request is checked
 3. Host and Origin against ``ALLOWED_HOSTS`` (the SDK's DNS-rebinding protection: 421 / 403);
 
 authentication also settles the one scope the request acts in, by the API's rule
-(``api.identity.acting_scope``, the endpoint's ``scope`` standing for the scope a request names):
-the account's binding (``SCOPE_RESOLVER``), else the endpoint's scope, else the shared space; an
-account bound to another scope than the endpoint's is refused (403, ``scope_bound``). Then each
-tool call resolves its user_id with ``USER_ID_RESOLVER`` (a ``user_id`` argument
-naming someone else needs ``ilab_memory.act_for_any_user``) and counts against the API's
-per-user throttle (``ILAB_MEMORY["API_THROTTLE_RATE"]``, the same bucket as the API's).
+(``access.acting_scope``, the endpoint's ``scope`` standing for the scope a request names):
+the account's binding (the adapter's ``scope_of``), else the endpoint's scope, else the shared
+space; an account bound to another scope than the endpoint's is refused (403, ``scope_bound``).
+Then each tool call resolves its user_id by ``access.acting_user_id`` (the adapter's
+``user_id_of``; a ``user_id`` argument naming someone else needs ``may_act_for_any_user``) and
+counts against the API's per-user throttle (``ILAB_MEMORY["API_THROTTLE_RATE"]``, the same bucket
+as the API's).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class RequestUser:
         self.scope = scope
 
     def acting_user_id(self, requested: str | None) -> str:
-        from ..api.identity import NOT_NAMED, acting_user_id
+        from ..access import NOT_NAMED, acting_user_id
 
         try:
             return acting_user_id(self.request, NOT_NAMED if requested is None else requested)
@@ -75,7 +76,7 @@ class RequestUser:
             raise ToolRefusal(api_exception_body(exc)) from None
 
     def check_throttle(self) -> None:
-        from ..api.throttling import MemoryUserRateThrottle
+        from ..access import MemoryUserRateThrottle
 
         throttle = MemoryUserRateThrottle()
         if not throttle.allow_request(self.request, None):
@@ -117,7 +118,7 @@ class MemoryMCPApp:
 
     ``memory``: the ``ILabMemory`` to serve (default ``ILabMemory()``, the site's default
     database). ``scope``: the scope every call acts in (checked when the app starts); None
-    (default) leaves it to the account's binding (``SCOPE_RESOLVER``), else the shared space.
+    (default) leaves it to the account's binding (the adapter's ``scope_of``), else the shared space.
     ``authentication_classes``: DRF authentication classes tried in order (default:
     bearer tokens, then ``Token`` tokens; session cookies are deliberately not among them, so a
     browser page cannot call tools with a logged-in operator's cookie). ``transport_security``:
@@ -216,7 +217,7 @@ class MemoryMCPApp:
         from django.db import close_old_connections
         from rest_framework.request import Request
 
-        from ..api.identity import NOT_NAMED, acting_scope
+        from ..access import NOT_NAMED, acting_scope
 
         close_old_connections()
         try:

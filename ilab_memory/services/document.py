@@ -24,7 +24,7 @@ from typing import Any
 
 from ..conf import Config
 from ..exceptions import ValidationError
-from ..models import SessionStatus
+from ..models import Observation, ObservationRevision, Session, SessionStatus
 from ..scopes import SHARED, clean_write_scope
 from ..validation import check_length, check_text, clean_choice, clean_type
 from .observations import clean_fields
@@ -35,19 +35,22 @@ VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)  # 1: before scopes, every row in the shared space; 2: before time
 CHUNK = 500  # rows per database round trip; also under SQLite's bound-parameter limit
 
-SESSION_FIELDS = (
-    "id", "scope", "status", "started_at", "last_activity_at", "ended_at", "summary", "is_auto_generated",
-    "redacted_blocks",
-)
-OBSERVATION_FIELDS = (
-    "id", "scope", "session_id", "type", "title", "content", "topic_key", "metadata", "revision_count",
-    "duplicate_count", "redacted_blocks", "created_at", "updated_at", "happened_at", "last_seen_at", "deleted_at",
-    "expires_at",
-)
-REVISION_FIELDS = (
-    "observation_id", "revision", "session_id", "type", "title", "content", "topic_key", "metadata",
-    "happened_at", "written_at", "replaced_at",
-)
+
+
+def record_fields(model, *, left_out: tuple[str, ...] = (), renamed: dict[str, str] | None = None) -> tuple:
+    """A model's columns as its records in the document name them, in the model's order: a new
+    column is exported and read back without a list to extend here. ``user_id`` is the
+    document's, never a record's; ``left_out`` are made again on import."""
+    renamed = renamed or {}
+    return tuple(renamed.get(field.attname, field.attname) for field in model._meta.concrete_fields
+                 if field.attname != "user_id" and field.attname not in left_out)
+
+
+SESSION_FIELDS = record_fields(Session)
+# The dedupe hash is computed from the text again.
+OBSERVATION_FIELDS = record_fields(Observation, left_out=("dedupe_hash",))
+# A revision is numbered within its observation; the session that wrote it is its ``session_id``.
+REVISION_FIELDS = record_fields(ObservationRevision, left_out=("id",), renamed={"session_id_at_write": "session_id"})
 DOCUMENT_FIELDS = ("format", "version", "user_id", "exported_at", "sessions", "observations", "revisions")
 # What an import needs of each record; the other fields have defaults (and older versions lack some).
 SESSION_REQUIRED = ("id", "status", "started_at", "last_activity_at")

@@ -3,8 +3,8 @@
 A write that changes what an observation says (create, revise, update, import, restore) queues
 its ``ObservationVector`` row (``model_id`` None, ``generation`` + 1) in the writer's
 transaction. The embedding itself runs later, outside any write: by the runner the
-``EMBEDDING_RUNNER`` setting names, called when the write commits (``ilab_memory.background``:
-a thread in the process that wrote; ``ilab_memory.tasks``: Celery workers), by ``manage.py
+``EMBEDDING_RUNNER`` setting names, called when the write commits (``ilab_memory.runners``: a
+thread in the process that wrote, or Celery workers), by ``manage.py
 ilab_memory_embed``, and by searches: before it reads, a search embeds at most a small budget
 of its user's newest rows that no one holds (``embed_for_search``) and finds the rest by their
 words, so no search waits on a backlog. Claims with a lease keep two embedders off one row.
@@ -79,7 +79,7 @@ def drop(*, user_id: str, observation_ids, using: str) -> int:
 
 
 def runner_for(config: Config) -> Callable[..., None] | None:
-    """The ``EMBEDDING_RUNNER`` setting's runner, ``runner(config=, using=)``, called when a
+    """The ``EMBEDDING_RUNNER`` setting's runner (``runners.base.Runner``), called when a
     write that queued vectors commits; None: searches and ``ilab_memory_embed`` only. A dotted
     path read with ``import_string``, so no service imports a face."""
     return import_string(config.EMBEDDING_RUNNER) if config.EMBEDDING_RUNNER else None

@@ -31,7 +31,6 @@ from ..validation import (
 )
 from ..visibility import expired_q, is_expired
 from . import embedding
-from .erasure import forget_admin_log_labels
 from .privacy import redact, redact_json
 from .sessions import claim_active_session
 from .transactions import atomic_with_retry
@@ -39,8 +38,6 @@ from .transactions import atomic_with_retry
 UNSET: Any = object()  # "not given" for update, where None has a meaning (clear the topic_key)
 
 CREATED, REVISED, DUPLICATE, UPDATED = "created", "revised", "duplicate", "updated"
-# What an update may name.
-UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
 # What a replace writes and the history keeps: every field of the memory a caller may give.
 REPLACED_FIELDS = ("type", "title", "content", "topic_key", "metadata", "happened_at")
 # What a revise writes besides them (the expiry is the row's lifetime, not part of its history).
@@ -122,14 +119,16 @@ def _locked_live(queryset, user_id: str, using: str, config: Config) -> Observat
 def _topic_holder(user_id: str, scope: str, topic_key: str, *, now, config: Config, using: str,
                   lock: bool = False) -> Observation | None:
     """The user's live observation holding ``topic_key`` in ``scope`` (locked with ``lock``), or
-    None. One that expired is erased here and None returned: it is gone to every read, and the
-    one-live-topic rule still counts it until the sweep, so a new memory could not take its topic."""
+    None. One that expired is set aside and None returned: it is gone to every read, but the
+    one-live-topic index still counts it until the sweep erases it, so a new memory could not
+    take its topic. Set aside as a soft delete is (its vector dropped), nothing is erased here;
+    the sweep erases it with the other expired memories."""
     holders = Observation.objects.using(using).filter(
         user_id=user_id, scope=scope, topic_key=topic_key, deleted_at__isnull=True)
     holder = first_or_none(holders.select_for_update() if lock else holders)
     if holder is not None and is_expired(holder, config, now=now):
-        forget_admin_log_labels(Observation, [holder.pk])  # as the sweep would have
-        holder.delete()
+        Observation.objects.using(using).filter(pk=holder.pk).update(deleted_at=now)
+        embedding.drop(user_id=user_id, observation_ids=[holder.pk], using=using)
         return None
     return holder
 

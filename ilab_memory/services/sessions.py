@@ -31,7 +31,7 @@ def locked_active_session(user_id: str, scope: str = SHARED, *, using: str) -> S
     return first_or_none(active)
 
 
-def _is_expired(session: Session, *, now: datetime, config: Config) -> bool:
+def _is_idle(session: Session, *, now: datetime, config: Config) -> bool:
     return session.last_activity_at < now - timedelta(hours=config.SESSION_TIMEOUT_HOURS)
 
 
@@ -72,7 +72,8 @@ def _close(session: Session, *, ended_at: datetime, summary: str | None, blocks:
 
 
 def auto_close(session: Session, *, config: Config, using: str) -> None:
-    """Close an expired session at the moment it expired; keep a narrative summary if any."""
+    """Close an idle session at the moment it went idle (its last activity plus the timeout); keep a
+    narrative summary if any."""
     ended_at = session.last_activity_at + timedelta(hours=config.SESSION_TIMEOUT_HOURS)
     _close(session, ended_at=ended_at, summary=None, blocks=0, reason=EXPIRED, config=config, using=using)
 
@@ -89,7 +90,7 @@ def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, co
 
     The common case, a live session, is one statement that finds it and bumps it
     (finding the session and keeping it alive at once: the same result in the same transaction). Otherwise, under the scope's
-    lock: an expired session is auto-closed and a new one opened; none, one is opened; one a
+    lock: an idle session is auto-closed and a new one opened; none, one is opened; one a
     concurrent writer opened meanwhile is bumped.
     """
     session_id = _bump_live(user_id, scope, now=now, config=config, using=using)
@@ -101,7 +102,7 @@ def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, co
 def _claim_locked(user_id: str, scope: str, *, now: datetime, config: Config, using: str) -> tuple[uuid.UUID, bool]:
     """``claim_active_session`` once no live session was found: the rest under the scope's lock."""
     session = locked_active_session(user_id, scope, using=using)
-    if session is not None and _is_expired(session, now=now, config=config):
+    if session is not None and _is_idle(session, now=now, config=config):
         auto_close(session, config=config, using=using)
         session = None
     if session is not None:
@@ -204,10 +205,11 @@ def session_end(
     return atomic_with_retry(run, using=using)
 
 
-def sessions_close_expired(
+def sessions_close_idle(
     *, config: Config | None = None, using: str = "default", batch_size: int = 500, progress=None
 ) -> list[str]:
-    """Auto-close every expired active session; returns their ids. Running it twice is a no-op.
+    """Auto-close every active session idle for longer than ``SESSION_TIMEOUT_HOURS``; returns
+    their ids. Running it twice is a no-op.
 
     ``progress``, if given, is called with the number closed so far after each batch.
     """
@@ -217,27 +219,31 @@ def sessions_close_expired(
     while True:
         candidate_ids = list(
             Session.objects.using(using)
-            .expired(now, config.SESSION_TIMEOUT_HOURS)
+            .idle(now, config.SESSION_TIMEOUT_HOURS)
             .order_by("last_activity_at", "id")
             .values_list("id", flat=True)[:batch_size]
         )
         if not candidate_ids:
             return closed
         for session_id in candidate_ids:
-            if _close_if_still_expired(session_id, now=now, config=config, using=using):
+            if _close_if_still_idle(session_id, now=now, config=config, using=using):
                 closed.append(str(session_id))
         if progress is not None:
             progress(len(closed))
 
 
-def _close_if_still_expired(session_id, *, now: datetime, config: Config, using: str) -> bool:
+def _close_if_still_idle(session_id, *, now: datetime, config: Config, using: str) -> bool:
     def run():
         # Re-read under the lock: a start or a write may have revived or closed it meanwhile.
         locked = Session.objects.using(using).select_for_update().active().filter(pk=session_id)
         session = first_or_none(locked)
-        if session is None or not _is_expired(session, now=now, config=config):
+        if session is None or not _is_idle(session, now=now, config=config):
             return False
         auto_close(session, config=config, using=using)
         return True
 
     return atomic_with_retry(run, using=using)
+
+
+# The deprecated name (sessions close when idle; memories expire), kept for one release.
+sessions_close_expired = sessions_close_idle

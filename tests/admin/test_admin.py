@@ -17,7 +17,7 @@ from tests.factories import ObservationFactory, ObservationRevisionFactory, Sess
 
 SESSIONS = reverse("admin:ilab_memory_session_changelist")
 OBSERVATIONS = reverse("admin:ilab_memory_observation_changelist")
-CLOSE_EXPIRED = reverse("admin:ilab_memory_session_close_expired")
+CLOSE_IDLE = reverse("admin:ilab_memory_session_close_idle")
 
 
 def session_url(session):
@@ -282,27 +282,27 @@ def test_nobody_adds_or_deletes_sessions_or_observations_by_hand(admin_client, m
 # -- Close expired sessions ------------------------------------------------------------------
 
 
-def test_close_expired_button_runs_the_sweep_and_reports_how_many(admin_client, db, clock):
+def test_close_idle_button_runs_the_sweep_and_reports_how_many(admin_client, db, clock):
     session_start(user_id="idle-1")
     session_start(user_id="idle-2")
     observation_save(user_id="idle-2", title="Note", content="Body")
     clock.shift(timedelta(hours=25))
     session_start(user_id="fresh")
-    assert "Close expired sessions now" in admin_client.get(SESSIONS).content.decode()
+    assert "Close idle sessions now" in admin_client.get(SESSIONS).content.decode()
 
-    response = admin_client.post(CLOSE_EXPIRED, follow=True)
-    assert [str(m) for m in response.context["messages"]] == ["Closed 2 expired sessions."]
+    response = admin_client.post(CLOSE_IDLE, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["Closed 2 idle sessions."]
     closed = Session.objects.filter(user_id__in=["idle-1", "idle-2"])
     assert {s.status for s in closed} == {SessionStatus.COMPLETED}
     assert all(s.is_auto_generated for s in closed)
     assert Session.objects.get(user_id="fresh").status == SessionStatus.ACTIVE
 
-    again = admin_client.post(CLOSE_EXPIRED, follow=True)
-    assert [str(m) for m in again.context["messages"]] == ["Closed 0 expired sessions."]
+    again = admin_client.post(CLOSE_IDLE, follow=True)
+    assert [str(m) for m in again.context["messages"]] == ["Closed 0 idle sessions."]
 
 
-def test_close_expired_refuses_get(admin_client, db):
-    assert admin_client.get(CLOSE_EXPIRED).status_code == 405
+def test_close_idle_refuses_get(admin_client, db):
+    assert admin_client.get(CLOSE_IDLE).status_code == 405
 
 
 # -- Observation change page and actions -----------------------------------------------------
@@ -430,7 +430,7 @@ def test_staff_without_view_permission_sees_nothing(client, django_user_model, m
     assert client.get(SESSIONS).status_code == 403
     assert client.get(OBSERVATIONS).status_code == 403
     assert client.get(session_url(mix["auto"])).status_code == 403
-    assert client.post(CLOSE_EXPIRED).status_code == 403
+    assert client.post(CLOSE_IDLE).status_code == 403
     index = client.get(reverse("admin:index")).content.decode()
     assert "/ilab_memory/" not in index
 
@@ -438,8 +438,8 @@ def test_staff_without_view_permission_sees_nothing(client, django_user_model, m
 def test_view_only_staff_browses_but_cannot_sweep_edit_or_act(client, django_user_model, mix, clock):
     client = staff_client(client, django_user_model, "view_session", "view_observation")
     response = client.get(SESSIONS)
-    assert response.status_code == 200 and "Close expired sessions now" not in response.content.decode()
-    assert client.post(CLOSE_EXPIRED).status_code == 403
+    assert response.status_code == 200 and "Close idle sessions now" not in response.content.decode()
+    assert client.post(CLOSE_IDLE).status_code == 403
     assert 'name="summary"' not in client.get(session_url(mix["human"])).content.decode()
     response = client.post(
         OBSERVATIONS, {"action": "soft_delete_selected", "_selected_action": [mix["auto_obs"].pk]}

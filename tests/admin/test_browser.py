@@ -284,7 +284,7 @@ def test_actions_work_from_the_keyboard_and_leave_audit_entries(laptop):
 
     # The sweep button and a user's erase link are reachable from the keyboard too.
     page.goto(SESSIONS)
-    tab_to(page, ".ilab-close-expired button")
+    tab_to(page, ".ilab-close-idle button")
     page.goto("/admin/ilab_memory/session/user/bob/")
     tab_to(page, "a.ilab-danger")
     page.keyboard.press("Enter")

@@ -71,7 +71,7 @@ def test_overview_counts_sessions_per_day_by_kind_types_users_expired_and_backlo
     assert by_day == {then.date(): (1, 1, 1)}
     assert data.memories_by_type == [("decision", 3), ("pattern", 1)]
     assert data.busiest_users == [("ann", 4)]
-    assert data.expired_open.value == 1 and not data.expired_open.more
+    assert data.idle_open.value == 1 and not data.idle_open.more
     assert data.embedding_backlog.value == 1
     body = response.content.decode()
     assert body.count('class="ilab-fill--auto"') >= 1 and "ilab-chart--days" in body
@@ -251,7 +251,7 @@ def test_sweep_logs_each_session_it_closed(admin_client, db, clock):
     stale = [session_start(user_id=f"u{i}").session_id for i in range(2)]
     clock.shift(timedelta(hours=25))
     fresh = session_start(user_id="fresh").session_id
-    admin_client.post(reverse("admin:ilab_memory_session_close_expired"))
+    admin_client.post(reverse("admin:ilab_memory_session_close_idle"))
     logged = entries(Session, CHANGE)
     assert sorted(e.object_id for e in logged) == sorted(stale)
     assert fresh not in {e.object_id for e in logged}
@@ -388,8 +388,8 @@ LOCALE = Path(__file__).resolve().parents[2] / "ilab_memory" / "locale" / "es" /
 def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_client, db, clock):
     observation_save(user_id="ana", title="Usa tabuladores", content="Prefiere tabuladores.")
     clock.shift(timedelta(hours=25))
-    response = admin_client.post(reverse("admin:ilab_memory_session_close_expired"), follow=True)
-    assert "Cerrada 1 sesión caducada." in [str(m) for m in response.context["messages"]]
+    response = admin_client.post(reverse("admin:ilab_memory_session_close_idle"), follow=True)
+    assert "Cerrada 1 sesión inactiva." in [str(m) for m in response.context["messages"]]
     sessions = admin_client.get(SESSIONS).content.decode()
     assert "Última actividad" in sessions and "Memorias registradas: [manual] Usa tabuladores" in sessions
     overview = admin_client.get(OVERVIEW).content.decode()
@@ -399,7 +399,7 @@ def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_c
     with override_settings(ILAB_MEMORY={**WORDS_ONLY, "AUTO_SUMMARY_PREFIX": "Memories:"}):
         observation_save(user_id="ana", title="Otra", content="x")
         clock.shift(timedelta(hours=25))
-        admin_client.post(reverse("admin:ilab_memory_session_close_expired"))
+        admin_client.post(reverse("admin:ilab_memory_session_close_idle"))
     assert Session.objects.filter(summary__startswith="Memories: [manual] Otra").count() == 1
 
 

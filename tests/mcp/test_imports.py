@@ -1,7 +1,9 @@
-"""MCP depends on DRF for authentication only: the token, whom it may act for, and its rate.
+"""MCP depends on DRF for authentication only: the token, whom it may act for, and its rate; and
+it imports nothing of the API, another face.
 
-Shapes, schemas and error bodies come from ``ilab_memory.encoding``, as the API's do; this walks
-the imports of every module of the ``mcp`` package to keep it so.
+Shapes, schemas and error bodies come from ``ilab_memory.encoding``, as the API's do; whom a
+request acts for and its rate from ``ilab_memory.access``, as the API's do. This walks the
+imports of every module of the ``mcp`` package to keep it so.
 """
 
 import ast
@@ -12,14 +14,11 @@ import ilab_memory.mcp
 MCP = Path(ilab_memory.mcp.__file__).parent
 
 # The HTTP transport authenticates a request as the API would (DRF's token authentication and
-# request), answers refusals in DRF's words, names whom the token may act for and counts the
-# call against the API's per-user rate.
+# request) and answers refusals in DRF's words.
 AUTH_MODULES = {
     "rest_framework.authentication",
     "rest_framework.exceptions",
     "rest_framework.request",
-    "ilab_memory.api.identity",
-    "ilab_memory.api.throttling",
 }
 
 
@@ -54,5 +53,5 @@ def test_mcp_imports_drf_and_the_api_only_for_authentication():
 
 def test_the_walk_sees_the_imports_it_allows():
     modules = imported_modules(MCP / "http.py")
-    assert {"rest_framework.authentication", "ilab_memory.api.identity"} <= modules
+    assert {"rest_framework.authentication", "ilab_memory.access"} <= modules
     assert "ilab_memory.encoding" in imported_modules(MCP / "tools.py")

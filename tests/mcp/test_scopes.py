@@ -351,11 +351,16 @@ def test_an_account_bound_to_another_scope_is_refused_at_a_scoped_endpoint(scope
             assert mcp.ok("mem_save", title="Agreed", content="c")["observation"]["scope"] == "coding"
 
 
-def test_the_scope_resolver_the_setting_names_binds_an_account(mcp_url, alice, bob):
+@pytest.mark.parametrize("setting", [{"ADAPTER": "tests.test_adapter.GroupAdapter"},
+                                     {"SCOPE_RESOLVER": "tests.api.test_scopes_api.scope_from_group"}],
+                         ids=["adapter", "deprecated-resolver"])
+def test_the_sites_adapter_binds_an_account(mcp_url, alice, bob, setting):
     group = Group.objects.create(name="agent:support")
     alice.user.groups.add(group)
+    user_ids = ({alice.user_id, bob.user_id} if "SCOPE_RESOLVER" in setting
+                else {alice.user.username, bob.user.username})  # GroupAdapter: the username
     try:
-        with override_settings(ILAB_MEMORY={"SCOPE_RESOLVER": "tests.api.test_scopes_api.scope_from_group"}):
+        with override_settings(ILAB_MEMORY=setting):
             with mcp_client(mcp_url, alice.token) as mcp:  # in the group: bound to its scope
                 saved = mcp.ok("mem_save", title="Refund approved", content="By phone.")["observation"]
                 assert saved["scope"] == "support"
@@ -364,7 +369,8 @@ def test_the_scope_resolver_the_setting_names_binds_an_account(mcp_url, alice, b
                 assert other.ok("mem_save", title="Bob's note", content="c")["observation"]["scope"] == ""
     finally:
         group.delete()
-    assert set(Observation.objects.values_list("user_id", "scope")) == {(alice.user_id, "support"), (bob.user_id, "")}
+    assert {scope for _, scope in Observation.objects.values_list("user_id", "scope")} == {"support", ""}
+    assert set(Observation.objects.values_list("user_id", flat=True)) == user_ids
 
 
 async def lifespan_startup(app) -> list[dict]:

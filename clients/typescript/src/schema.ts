@@ -438,7 +438,7 @@ export interface components {
             user_id?: string;
             /** @description Must equal the user_id being erased. */
             confirm: string;
-            /** @description Erase only this scope's sessions, observations, revisions and index entries: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. '*', null or absent: every row of the user. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description Erase only this scope's sessions, observations, revisions and index entries: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. '*', null or absent: every row of the user. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         /**
@@ -467,7 +467,7 @@ export interface components {
             user_id?: string;
             /** @description An export document, as returned by GET export/ (older versions too). */
             data: components["schemas"]["ImportDocumentRequest"];
-            /** @description Put every imported record in this scope: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. Null or absent: each record keeps the scope it names (records of an export without scopes: the shared space). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description Put every imported record in this scope: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. Null or absent: each record keeps the scope it names (records of an export without scopes: the shared space). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         /**
@@ -615,7 +615,7 @@ export interface components {
         ObservationCreateInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             title: string;
             content: string;
@@ -721,7 +721,7 @@ export interface components {
         PatchedObservationUpdateInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             title?: string;
             content?: string;
@@ -759,7 +759,7 @@ export interface components {
         SessionEndInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             /** @description Optional summary; a blank one never wipes a stored one. */
             summary?: string | null;
@@ -797,7 +797,7 @@ export interface components {
         SessionStartInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
         };
         SessionSummaryCompact: {
@@ -822,7 +822,7 @@ export interface components {
         SessionSummaryInputRequest: {
             /** @description Act for this user_id (needs the ilab_memory.act_for_any_user permission). */
             user_id?: string;
-            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+            /** @description The scope this write lands in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them). "", null or absent: the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
             /** @description Narrative summary; stored without closing the session. */
             summary: string;
@@ -853,7 +853,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
                 since?: string;
@@ -917,7 +917,7 @@ export interface operations {
     export_retrieve: {
         parameters: {
             query?: {
-                /** @description What to export. '*' or absent: every scope of the user; a scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)): that scope alone, without the shared space, so the document imports back into it; "": the shared space; the parameter repeated: exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to export. '*' or absent: every scope of the user; a scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)): that scope alone, without the shared space, so the document imports back into it; "": the shared space; the parameter repeated: exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1139,7 +1139,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Rows per page; values above 100 are capped at 100. */
                 page_size?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 session?: string;
                 /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
@@ -1303,7 +1303,7 @@ export interface operations {
     observations_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1376,7 +1376,7 @@ export interface operations {
             query?: {
                 /** @description true: erase the row, its history and index entry. */
                 hard?: boolean;
-                /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description The scope the observation must be in: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); '*' for any of the user's scopes. "" or absent (or null in a body): the shared space. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: string;
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1534,7 +1534,7 @@ export interface operations {
     observations_revisions_list: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1607,7 +1607,7 @@ export interface operations {
             query?: {
                 after?: number;
                 before?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -1683,7 +1683,7 @@ export interface operations {
                 now?: string;
                 /** @description Words and "quoted phrases"; memories holding every term rank first. A date phrase ("last week", "ayer") favours memories that happened in the period it names, read at now (default: the request's time) in time_zone; it never filters. */
                 q: string;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Only memories that happened at or after this moment. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
                 since?: string;
@@ -1756,7 +1756,7 @@ export interface operations {
                 is_auto_generated?: boolean;
                 /** @description Rows per page; values above 100 are capped at 100. */
                 page_size?: number;
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /**
                  * @description * `active` - active
@@ -1830,7 +1830,7 @@ export interface operations {
     sessions_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;
@@ -2160,7 +2160,7 @@ export interface operations {
     stats_retrieve: {
         parameters: {
             query?: {
-                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (SCOPE_RESOLVER; by default ACCOUNT_SCOPES) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
+                /** @description What to read. A scope (a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them)) reads that scope and the user's shared space; "" or absent: the shared space only; '*': every scope of the user; the parameter repeated (?scope=a&scope=b): exactly those scopes (at most 20). An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
                 scope?: (string)[];
                 /** @description Act for this user_id instead of the caller's own. Needs the `ilab_memory.act_for_any_user` permission, else 403. */
                 user_id?: string;

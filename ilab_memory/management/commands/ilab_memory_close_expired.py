@@ -1,27 +1,19 @@
-from ilab_memory.services.expiry import observations_erase_expired
-from ilab_memory.services.sessions import sessions_close_expired
-
 from ..base import DatabaseCommand
-from ._progress import Progress
+from .ilab_memory_close_idle import close_idle
+from .ilab_memory_erase_expired import erase_expired
 
 
 class Command(DatabaseCommand):
     database_help = "Database alias to sweep."
     help = (
-        "The sweep: auto-close every active session idle for longer than SESSION_TIMEOUT_HOURS, then "
-        "erase every memory past its expires_at or its type's RETENTION. "
-        "Progress on a terminal; with -v 0 (cron) it prints nothing unless it fails."
+        "Deprecated: run ilab_memory_close_idle and ilab_memory_erase_expired. Does both: closes idle "
+        "sessions, then erases expired memories. With -v 0 (cron) it prints nothing unless it fails."
     )
 
     def handle(self, *args, **options):
-        verbosity = options["verbosity"]
-        with Progress(self, "Closing expired sessions", verbosity=verbosity, unit="closed") as progress:
-            closed = sessions_close_expired(using=options["database"], progress=progress.update)
-        if verbosity >= 2:
-            for session_id in closed:
-                self.stdout.write(f"closed {session_id}")
-        with Progress(self, "Erasing expired memories", verbosity=verbosity, unit="erased") as progress:
-            erased = observations_erase_expired(using=options["database"], progress=progress.update)
+        using, verbosity = options["database"], options["verbosity"]
         if verbosity >= 1:
-            self.stdout.write(self.style.SUCCESS(f"Closed {len(closed)} expired session(s)."))
-            self.stdout.write(self.style.SUCCESS(f"Erased {erased} expired memory(ies)."))
+            self.stderr.write("ilab_memory_close_expired is deprecated: run ilab_memory_close_idle and "
+                              "ilab_memory_erase_expired.")
+        close_idle(self, using=using, verbosity=verbosity)
+        erase_expired(self, using=using, verbosity=verbosity)

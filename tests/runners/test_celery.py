@@ -1,4 +1,4 @@
-"""Embedding on Celery workers (``EMBEDDING_RUNNER = "ilab_memory.tasks.runner"``): real ``celery worker`` processes,
+"""Embedding on Celery workers (``EMBEDDING_RUNNER = "ilab_memory.runners.celery.runner"``): real ``celery worker`` processes,
 the real Redis broker, the test database. Nothing of ours is mocked.
 
 Each worker is ``celery -A project.celery worker --pool=solo`` started by tests/celery_worker.py,
@@ -92,7 +92,7 @@ def start_worker(transactional_db, broker, queue, tmp_path):
 
 
 def use(settings, embedder: str) -> None:
-    settings.ILAB_MEMORY = {"EMBEDDER": embedder, "EMBEDDING_RUNNER": "ilab_memory.tasks.runner"}
+    settings.ILAB_MEMORY = {"EMBEDDER": embedder, "EMBEDDING_RUNNER": "ilab_memory.runners.celery.runner"}
 
 
 def vectors_of(ids, model_id):

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from ilab_memory import ILabMemory
 from ilab_memory.models import Observation, ObservationRevision
-from tests.test_migration_scopes import latest, migrate
+from tests.migrations.test_0010_scopes import latest, migrate
 
 BEFORE = [("ilab_memory", "0011_embedder_calibration")]
 

@@ -13,7 +13,7 @@ from ilab_memory import vectors
 from ilab_memory.models import OBSERVATION_TABLE
 from ilab_memory.services.search.index import index_rebuild
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "ilab_memory" / "migrations"
+MIGRATIONS = Path(__file__).resolve().parents[2] / "ilab_memory" / "migrations"
 
 
 @pytest.mark.django_db
