@@ -8,7 +8,7 @@
     .venv/bin/python -m benchmarks.search_quality --agreement sqlite.json postgresql.json
     .venv/bin/python -m benchmarks.search_quality --compare before.json after.json
 
-Loads each set (default: both development sets in ../shared/eval) into a fresh test database
+Loads each set (default: the words and first meaning sets in benchmarks/data) into a fresh test database
 (SQLite by default, PostgreSQL with DATABASE_URL) and runs every query as its user through the
 real search, with ``EMBEDDING_RUNNER = None`` (no thread embeds behind the benchmark's back).
 Two states of the same stored memories, each a phase (``--phases``, default both, in this
@@ -59,8 +59,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
-DEFAULT_SETS = [EVAL / "search-dev.json", EVAL / "search-semantic-dev.json"]
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_SETS = [DATA / "search-dev.json", DATA / "search-semantic-dev.json"]
 K = 10
 PHASES = ("after-saves", "embedded")
 METRICS = ("ndcg@10", "recall@10", "mrr")
