@@ -156,7 +156,7 @@ def test_an_expired_memory_is_not_found_by_meaning(db, clock):
     assert all(r.score.breakdown["cosine"] is not None for r in before)  # found through the vectors
     clock.shift(MINUTE)
     after = mem.mem_search("alice", query)
-    assert [r.id for r in after] == [kept.id]
+    assert {r.id for r in after} <= {kept.id}  # the expired one is gone; the other one's standing alone decides
 
 
 def test_another_users_memories_never_expire_with_yours_and_never_show(db, clock):
