@@ -73,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_BATCH_SIZE": 32,
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
     "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
+    # Health (the API's health/): the embedding backlog's oldest wait before it fails, and how
+    # long memories may wait with no runner at work on them (docs/deploy.md).
+    "HEALTH_BACKLOG_SECONDS": 600,
+    "HEALTH_RUNNER_SECONDS": 120,
     # Faces
     "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
     "REGISTER_ADMIN": True,
@@ -105,6 +109,8 @@ POSITIVE_INT_KEYS = (
     "EMBED_BATCH_SIZE",
     "EMBED_LEASE_SECONDS",
     "VECTOR_CACHE_MB",
+    "HEALTH_BACKLOG_SECONDS",
+    "HEALTH_RUNNER_SECONDS",
 )
 
 NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES", "SEARCH_EMBED_BUDGET")
