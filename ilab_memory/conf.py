@@ -77,6 +77,8 @@ DEFAULTS: dict[str, Any] = {
     # long memories may wait with no runner at work on them (docs/deploy.md).
     "HEALTH_BACKLOG_SECONDS": 600,
     "HEALTH_RUNNER_SECONDS": 120,
+    # Prometheus metrics, when prometheus-client (the metrics extra) is installed (docs/deploy.md).
+    "METRICS": True,
     # Faces
     "USER_ID_RESOLVER": "ilab_memory.api.identity.user_id_from_request",
     "REGISTER_ADMIN": True,
@@ -220,6 +222,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
     runner = values.get("EMBEDDING_RUNNER")
     if runner is not None and not isinstance(runner, str):
         problems.append("EMBEDDING_RUNNER must be None or a dotted path")
+    if not isinstance(values.get("METRICS"), bool):
+        problems.append("METRICS must be True or False")
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")

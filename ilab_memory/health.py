@@ -15,9 +15,9 @@ from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
 from .conf import Config, get_config
-from .models import ObservationVector
+from .models import ObservationVector, Session
 
-# The backlog's size stops counting here (the console's cap): a probe never counts a whole table.
+# Counts stop here (the console's cap): a probe never counts a whole table.
 BACKLOG_CAP = 10_000
 
 
@@ -61,6 +61,13 @@ def backlog(*, now: datetime, using: str = "default") -> Backlog:
     size = queued.values("pk")[:BACKLOG_CAP].count()
     oldest = queued.values_list("queued_at", flat=True).first() if size else None
     return Backlog(size, None if oldest is None else max(0.0, (now - oldest).total_seconds()))
+
+
+def expired_open(*, now: datetime, config: Config, using: str = "default") -> int:
+    """Sessions idle past the timeout that no sweep has closed yet (at most ``BACKLOG_CAP``),
+    through the sweep's partial index: what a sweep that stopped running leaves growing."""
+    expired = Session.objects.using(using).expired(now, config.SESSION_TIMEOUT_HOURS).order_by("last_activity_at")
+    return expired.values("pk")[:BACKLOG_CAP].count()
 
 
 def migrations_applied(using: str = "default") -> list[str]:

@@ -245,7 +245,7 @@ def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    assert set(extras) == {"api", "docs", "postgres", "semantic", "celery", "mcp", "langgraph", "all"}
+    assert set(extras) == {"api", "docs", "postgres", "semantic", "celery", "mcp", "langgraph", "metrics", "all"}
     assert any(r.startswith("drf-spectacular-sidecar") for r in extras["docs"])  # the docs page without a CDN
     assert extras["all"] == [f"ilab-memory[{','.join(sorted(set(extras) - {'all'}, key=list(extras).index))}]"]
     guide = GUIDE.read_text()

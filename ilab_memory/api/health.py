@@ -1,21 +1,25 @@
-"""``health/``: the probe of a load balancer or an orchestrator, with no authentication.
+"""``health/`` and ``metrics/``: what probes and Prometheus read, with no authentication.
 
-It reads no user's data and answers none: counts, ages and the names of the parts that fail.
+Neither reads a user's data or answers any: counts, ages, times and the names of failing parts.
 """
 
 from __future__ import annotations
 
+from django.http import HttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import health
+from .. import health, metrics
+from .errors import AppErrorMixin
 
 
 @extend_schema(exclude=True)  # for probes and operators, not for the clients generated from the schema
-class HealthView(APIView):
+class HealthView(AppErrorMixin, APIView):
     """200 when every part holds; 503 naming the parts that fail."""
 
     authentication_classes: list = []
@@ -34,3 +38,19 @@ class HealthView(APIView):
         headers = {"Cache-Control": "no-store"}
         return Response(body, status=status.HTTP_200_OK if report.ok else status.HTTP_503_SERVICE_UNAVAILABLE,
                         headers=headers)
+
+
+@extend_schema(exclude=True)
+class MetricsView(AppErrorMixin, APIView):
+    """Prometheus' text format; 404 when metrics are off or ``prometheus-client`` is missing."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+    renderer_classes = [JSONRenderer]
+    throttle_classes: list = []
+
+    def get(self, request):
+        if not metrics.enabled():
+            raise NotFound(_("Metrics are off: install ilab-memory[metrics] and leave the METRICS setting on."))
+        body, content_type = metrics.exposition()
+        return HttpResponse(body, content_type=content_type, headers={"Cache-Control": "no-store"})

@@ -17,6 +17,7 @@ router.register("observations", views.ObservationViewSet, basename="observation"
 
 urlpatterns = [
     path("health/", health.HealthView.as_view(), name="health"),
+    path("metrics/", health.MetricsView.as_view(), name="metrics"),
     path("context/", views.ContextView.as_view(), name="context"),
     path("stats/", views.StatsView.as_view(), name="stats"),
     path("export/", views.ExportView.as_view(), name="export"),

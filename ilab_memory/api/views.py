@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from .. import selectors, types
+from .. import metrics, selectors, types
 from ..conf import get_config
 from ..encoding import encode
 from ..exceptions import ValidationError
@@ -288,7 +288,8 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     def create(self, request):
         user_id, scope, fields = self.acting(self.validated_body())
-        result = observation_services.observation_save(user_id=user_id, scope=scope, **fields)
+        with metrics.timed("save", face="api"):
+            result = observation_services.observation_save(user_id=user_id, scope=scope, **fields)
         code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
         return Response(encode(result), status=code)
 
@@ -348,11 +349,13 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
     def search(self, request):
         query = self.validated_query(serializers.SearchQuerySerializer)
-        results = search_services.observation_search(
-            user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
-            scope=self.acting_scope(), since=query.get("since"), until=query.get("until"),
-            time_zone=query.get("time_zone"), now=query.get("now"),
-        )
+        user_id, scope = self.acting_user_id(), self.acting_scope()
+        with metrics.timed("search", face="api"):
+            results = search_services.observation_search(
+                user_id=user_id, query=query["q"], type=query.get("type"), limit=query.get("limit"),
+                scope=scope, since=query.get("since"), until=query.get("until"),
+                time_zone=query.get("time_zone"), now=query.get("now"),
+            )
         return Response(encode(results))
 
 

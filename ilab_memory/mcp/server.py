@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from .. import encoding
+from .. import encoding, metrics
 from ..exceptions import IlabMemoryError
 from . import tools
 
@@ -116,7 +116,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             principal.check_throttle()
             args = tools.check_arguments(spec.input_schema, arguments)
             user_id = principal.acting_user_id(args.pop("user_id", None))
-            structured, text = spec.run(memory, user_id, principal.scope, args)
+            with metrics.face("mcp"):  # the tools call the facade, which times saves and searches
+                structured, text = spec.run(memory, user_id, principal.scope, args)
             return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
                                             structured_content=structured)
         except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:

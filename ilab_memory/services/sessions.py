@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from .. import selectors, sql
+from .. import metrics, selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus, first_or_none
@@ -222,6 +222,7 @@ def sessions_close_expired(
             .values_list("id", flat=True)[:batch_size]
         )
         if not candidate_ids:
+            metrics.count("closed", len(closed))
             return closed
         for session_id in candidate_ids:
             if _close_if_still_expired(session_id, now=now, config=config, using=using):
