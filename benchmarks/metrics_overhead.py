@@ -61,10 +61,22 @@ def main() -> None:
     for turn in range(args.turns):
         for mode in (("on", "off") if turn % 2 else ("off", "on")):
             run(mode, turn)
+    # The instrument alone, around an empty body: what the metrics add to any call, without the
+    # noise of a shared machine that the p50s above carry.
+    alone = {}
+    for mode in ("off", "on"):
+        with modes[mode]:
+            start = time.perf_counter()
+            for _ in range(20_000):
+                with metrics.timed("save"):
+                    pass
+            alone[mode] = (time.perf_counter() - start) / 20_000 * 1e6
+    print(f"the timing alone: off {alone['off']:.1f} µs, on {alone['on']:.1f} µs per call")
     for op in ("save", "search"):
         on, off = sample(times["on", op])["p50"], sample(times["off", op])["p50"]
+        added = (alone["on"] - alone["off"]) / 1000 / off * 100
         print(f"{op:6} p50  off {off:7.3f} ms   on {on:7.3f} ms   {100 * (on - off) / off:+5.1f} %  "
-              f"({args.turns} turns)")
+              f"({args.turns} turns; the timing alone: {added:.2f} % of off's p50)")
 
 
 if __name__ == "__main__":
