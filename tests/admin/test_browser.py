@@ -199,7 +199,7 @@ def test_changelists_and_console_pages_fit_without_a_sideways_scroll(request, vi
 def test_operator_finds_auto_closed_sessions_and_opens_one(laptop):
     page = laptop
     page.goto(SESSIONS)
-    assert page.locator("#result_list tbody tr").count() == 7  # every demo session
+    assert page.locator("#result_list tbody tr").count() == 8  # every demo session, the agent's too
     page.locator("#changelist-filter").get_by_role("link", name="Auto-generated").click()
     page.wait_for_url("**summary_kind=auto**")
 
