@@ -21,7 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "CONTEXT_SESSIONS": 5,
     "CONTEXT_MEMORIES": 10,
     "CONTEXT_CANDIDATES": 200,
-    "AUTO_SUMMARY_PREFIX": "Memorias registradas:",
+    # None: "Memories:" in the site's LANGUAGE_CODE (Django's translations); a string: as written.
+    "AUTO_SUMMARY_PREFIX": None,
     "AUTO_SUMMARY_MAX_ITEMS": 20,
     # Observations
     "OBSERVATION_TYPES": None,  # None = any slug
@@ -212,8 +213,8 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("RETENTION must map type slugs to positive datetime.timedelta values")
     elif types is not None and any(t not in types for t in retention):
         problems.append("RETENTION names a type OBSERVATION_TYPES does not allow")
-    if not isinstance(values.get("AUTO_SUMMARY_PREFIX"), str):
-        problems.append("AUTO_SUMMARY_PREFIX must be a string")
+    if values.get("AUTO_SUMMARY_PREFIX") is not None and not isinstance(values["AUTO_SUMMARY_PREFIX"], str):
+        problems.append("AUTO_SUMMARY_PREFIX must be None (the translated default) or a string")
     if not isinstance(values.get("USER_ID_RESOLVER"), str) and not callable(values.get("USER_ID_RESOLVER")):
         problems.append("USER_ID_RESOLVER must be a dotted path or a callable")
     milliseconds = values.get("SEARCH_EMBED_MILLISECONDS")

@@ -22,7 +22,7 @@ def test_demo_data_is_idempotent_and_covers_every_summary_kind():
     assert Session.objects.filter(status="active").count() == 3
     assert Session.objects.filter(is_auto_generated=True).exists()
     assert Session.objects.filter(status="completed", is_auto_generated=False).exists()
-    assert Session.objects.filter(summary="Memorias registradas: (ninguna)").exists()
+    assert Session.objects.filter(summary="Memories: (none)").exists()
     assert not Observation.objects.filter(content__contains="abc123").exists()  # private block redacted
     operator = get_user_model().objects.get(username="operator")
     assert operator.is_superuser and operator.check_password("operator")

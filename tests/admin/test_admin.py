@@ -37,7 +37,7 @@ def listed(response) -> set:
 def mix(db):
     """Sessions of every summary kind, each holding observations of different types."""
     auto = SessionFactory(
-        user_id="alice", completed=True, summary="Memorias registradas: [decision] Use PostgreSQL", is_auto_generated=True
+        user_id="alice", completed=True, summary="Memories: [decision] Use PostgreSQL", is_auto_generated=True
     )
     human = SessionFactory(user_id="bob", completed=True, summary="Talked about the retry pattern")
     blank = SessionFactory(user_id="carol", completed=True, summary="")
@@ -230,7 +230,7 @@ def test_synthetic_summary_is_read_only(admin_client, mix):
     assert 'name="summary"' not in page and 'name="_save"' not in page
     admin_client.post(session_url(session), {"summary": "Rewritten by hand", "_save": "Save"})
     session.refresh_from_db()
-    assert session.summary == "Memorias registradas: [decision] Use PostgreSQL"
+    assert session.summary == "Memories: [decision] Use PostgreSQL"
     assert session.is_auto_generated is True
 
 
@@ -461,7 +461,7 @@ def queries_for(client, url, params=None) -> list[str]:
     "url, params",
     [
         (SESSIONS, {}),
-        (SESSIONS, {"summary_kind": "auto", "q": "Memorias"}),
+        (SESSIONS, {"summary_kind": "auto", "q": "Memories"}),
         (OBSERVATIONS, {}),
         (OBSERVATIONS, {"session_summary_kind": "auto", "state": "live", "q": "Note"}),
     ],
@@ -469,7 +469,7 @@ def queries_for(client, url, params=None) -> list[str]:
 def test_changelist_query_count_does_not_grow_with_the_page(admin_client, db, url, params):
     def seed(n):
         for _ in range(n):
-            session = SessionFactory(completed=True, summary="Memorias registradas: x", is_auto_generated=True)
+            session = SessionFactory(completed=True, summary="Memories: x", is_auto_generated=True)
             ObservationFactory.create_batch(2, session=session, title="Note")
             ObservationRevisionFactory(observation__session=session, observation__title="Note")
 

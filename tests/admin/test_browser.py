@@ -211,13 +211,13 @@ def test_operator_finds_auto_closed_sessions_and_opens_one(laptop):
     assert sorted(rows.locator(".field-user a").all_inner_texts()) == ["alice", "bob"]
     # Long text is cut to one line; the whole of it is on hover.
     clip = rows.locator(".field-summary_preview .ilab-clip").first
-    assert clip.get_attribute("title").startswith("Memorias registradas:")
+    assert clip.get_attribute("title").startswith("Memories:")
     shot(page, "admin-sessions-auto")
 
     rows.filter(has_text="alice").locator("th a").click()
     page.wait_for_selector("#session_form")
     body = page.locator("#content").inner_text()
-    assert "Memorias registradas: [learning] Reads release notes on Fridays, [config] Editor uses 4-space indents" in body
+    assert "Memories: [learning] Reads release notes on Fridays, [config] Editor uses 4-space indents" in body
     assert page.locator("#session_form .ilab-badge--auto").count() == 1
     # A synthetic summary is read-only, and nothing else on the page is editable.
     assert page.locator("textarea[name=summary]").count() == 0
