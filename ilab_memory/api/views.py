@@ -46,6 +46,9 @@ from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
 from .throttling import MemoryUserRateThrottle
 
+# The service's names of the search's fields, as the API's query string spells them.
+SEARCH_PARAMETERS = {"query": "q"}
+
 
 class MemoryAPIMixin(AppErrorMixin):
     """What every memory endpoint shares: who may call, what it accepts, whom it acts for."""
@@ -350,12 +353,15 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     def search(self, request):
         query = self.validated_query(serializers.SearchQuerySerializer)
         user_id, scope = self.acting_user_id(), self.acting_scope()
-        with metrics.timed("search", face="api"):
-            results = search_services.observation_search(
-                user_id=user_id, query=query["q"], type=query.get("type"), limit=query.get("limit"),
-                scope=scope, since=query.get("since"), until=query.get("until"),
-                time_zone=query.get("time_zone"), now=query.get("now"),
-            )
+        try:
+            with metrics.timed("search", face="api"):
+                results = search_services.observation_search(
+                    user_id=user_id, query=query["q"], type=query.get("type"), limit=query.get("limit"),
+                    scope=scope, since=query.get("since"), until=query.get("until"),
+                    time_zone=query.get("time_zone"), now=query.get("now"),
+                )
+        except ValidationError as error:
+            raise error.spelled(SEARCH_PARAMETERS) from None  # the service's "query" is the API's "q"
         return Response(encode(results))
 
 

@@ -160,7 +160,11 @@ class MemoryClient:
             params.append(("time_zone", _zone_name(time_zone)))
         if now is not None:
             params.append(("now", _moment("now", now)))
-        return decode(list[types.ObservationCompact], self._get("observations/search/", user_id, scope, params))
+        try:
+            found = self._get("observations/search/", user_id, scope, params)
+        except ValidationError as error:
+            raise error.spelled({"q": "query"}) from None  # the API's parameter is this method's query
+        return decode(list[types.ObservationCompact], found)
 
     def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None,
                     until=None) -> list[types.ObservationCompact]:

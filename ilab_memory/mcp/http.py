@@ -37,17 +37,12 @@ from rest_framework.exceptions import (
     Throttled,
 )
 
+from ..api.authentication import BearerTokenAuthentication
 from .server import ToolRefusal
 
 logger = logging.getLogger("ilab_memory.mcp")
 
 PRINCIPAL_SCOPE_KEY = "ilab_memory.principal"
-
-
-class BearerTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication with the keyword MCP clients send: ``Authorization: Bearer <key>``."""
-
-    keyword = "Bearer"
 
 
 DEFAULT_AUTHENTICATION_CLASSES = (BearerTokenAuthentication, TokenAuthentication)

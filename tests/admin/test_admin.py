@@ -540,3 +540,19 @@ def test_the_demo_answers_the_favicon_with_the_consoles_icon(client):
     from django.contrib.staticfiles import finders
 
     assert finders.find("ilab_memory/icon.svg")  # served from the app's static files
+
+
+def test_the_admin_index_links_the_consoles_overview_for_those_who_may_view_it(client, django_user_model, db):
+    from django.contrib import admin
+
+    overview = reverse("admin:ilab_memory_overview")
+    assert admin.site.index_template == "admin/ilab_memory/index.html"
+    viewer = staff_client(client, django_user_model, "view_session", "view_observation")
+    index = viewer.get(reverse("admin:index")).content.decode()
+    assert f'href="{overview}"' in index and "Memory overview" in index
+    assert "app-ilab_memory" in index  # the app list is still there
+
+
+def test_the_admin_index_has_no_overview_link_for_staff_who_may_not_view_it(client, django_user_model, db):
+    index = staff_client(client, django_user_model).get(reverse("admin:index")).content.decode()
+    assert reverse("admin:ilab_memory_overview") not in index

@@ -164,6 +164,17 @@ def test_a_path_that_is_not_the_api_is_an_api_error(site, accounts, live_db):
     assert (raised.value.status, raised.value.code) == (200, "not_json")
 
 
+def test_a_base_url_at_the_sites_root_says_it_must_be_the_apis_mount_and_names_the_url(site, accounts, live_db):
+    client = MemoryClient(site, accounts["agent"].token)  # the site, not where it mounts the API
+    with pytest.raises(ApiError) as raised:
+        client.mem_stats("alice")
+    message = str(raised.value)
+    assert raised.value.status == 404
+    assert f"No memory API at {site}/stats/?user_id=alice." in message
+    assert "base_url must be the API's mount" in message and "/api/memory/" in message
+    assert f"it is {site}/." in message
+
+
 # -- accounts: whose memory -------------------------------------------------------------------
 
 

@@ -112,6 +112,8 @@ def api_body(api: APIClient, tool: str, arguments: dict) -> dict:
         # list of accepted fields differs by exactly that name.
         body["errors"] = {"query" if name == "q" else name: [m.replace(" scope,", "") for m in messages]
                           for name, messages in body["errors"].items()}
+    if body["detail"].startswith("q: "):
+        body["detail"] = "query: " + body["detail"].removeprefix("q: ")
     return body
 
 

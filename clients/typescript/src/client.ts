@@ -313,8 +313,6 @@ function nextCursor(next: string | null | undefined): string | undefined {
  * in a 3-byte script (each character sent as 9 bytes).
  */
 export const MAX_URL_BYTES = 4000;
-const FIELD_OF_PARAMETER: Record<string, string> = { q: "query" };
-
 /** `request` as it is, or a 400 {@link MemoryApiError} when its URL is too long to send. */
 function checkUrlLength(request: Request): Request {
   const url = new URL(request.url);
@@ -322,7 +320,8 @@ function checkUrlLength(request: Request): Request {
   if (size <= MAX_URL_BYTES) return request;
   const longest = url.search.slice(1).split("&").reduce((a, b) => (b.length > a.length ? b : a));
   const name = decodeURIComponent(longest.split("=")[0]!);
-  const field = FIELD_OF_PARAMETER[name] ?? name;
+  // Named as sent: the API's parameter, which is also this client's (`search(q)`), as the API names it.
+  const field = name;
   const message = `makes the request's URL ${size} bytes long (encoded); the limit is ${MAX_URL_BYTES} bytes.`;
   throw new MemoryApiError(400, {
     detail: `${field}: ${message}`,

@@ -45,7 +45,7 @@ test("a 400 names the field, the limit and the size, and writes nothing", async 
 test("a 400 for a query: a blank search and an out-of-range limit", async () => {
   const blank = await refusal(memory.search("   "));
   assert.equal(blank.status, 400);
-  assert.ok("query" in blank.fieldErrors, JSON.stringify(blank.body));
+  assert.deepEqual(Object.keys(blank.fieldErrors), ["q"]); // as search(q) and the API spell it
 
   const limit = await refusal(memory.context({ limit: 101 }));
   assert.equal(limit.status, 400);
@@ -53,7 +53,7 @@ test("a 400 for a query: a blank search and an out-of-range limit", async () => 
   assert.ok("limit" in limit.fieldErrors);
 });
 
-test("a query too long for a URL is refused before it is sent, naming the query", async () => {
+test("a query too long for a URL is refused before it is sent, naming q", async () => {
   let sent = 0;
   const counting = new MemoryClient({
     baseUrl: site.apiUrl,
@@ -67,14 +67,14 @@ test("a query too long for a URL is refused before it is sent, naming the query"
   const long = await refusal(counting.search("ask ".repeat(MAX_URL_BYTES / 4)));
   assert.equal(long.status, 400);
   assert.equal(long.code, "max_length");
-  assert.deepEqual(Object.keys(long.fieldErrors), ["query"]);
+  assert.deepEqual(Object.keys(long.fieldErrors), ["q"]);
   assert.equal(long.limit, MAX_URL_BYTES);
   assert.ok(long.size! > MAX_URL_BYTES);
   assert.equal(sent, 0);
-  // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names the query too.
+  // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names q too.
   const api = await refusal(counting.search("ask ".repeat(200)));
   assert.equal(api.code, "max_length");
-  assert.deepEqual(Object.keys(api.fieldErrors), ["query"]);
+  assert.deepEqual(Object.keys(api.fieldErrors), ["q"]);
   assert.equal(api.limit, 500);
   assert.equal(sent, 1);
 });
@@ -159,6 +159,16 @@ test("another user's memory is in none of a plain account's reads", async () => 
   assert.ok(document.user_id !== USER);
   // Only this test's note goes: the README's example runs on the demo's own memories of this account.
   await agent.delete(own.id, { hard: true });
+});
+
+test("a baseUrl at the site's root says it must be the API's mount and names the URL tried", async () => {
+  const lost = new MemoryClient({ baseUrl: site.url, token: site.agent.token });
+  const error = await refusal(lost.stats());
+  assert.equal(error.status, 404);
+  assert.equal(error.code, "http_404");
+  assert.ok(error.message.startsWith(`No memory API at ${site.url}/stats/.`), error.message);
+  assert.match(error.message, /baseUrl must be the API's mount/);
+  assert.match(error.message, /\/api\/memory\//);
 });
 
 test("an answer that is not the API's JSON keeps its status, with a code made of it", () => {
