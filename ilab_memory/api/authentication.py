@@ -8,8 +8,6 @@ credentials is still told ``WWW-Authenticate: Token``.
 
 from __future__ import annotations
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework.authentication import TokenAuthentication
 
 
@@ -18,13 +16,3 @@ class BearerTokenAuthentication(TokenAuthentication):
 
     keyword = "Bearer"
 
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    """The OpenAPI security scheme of ``BearerTokenAuthentication``: its own name, since
-    drf-spectacular would otherwise give it DRF's ``tokenAuth`` with another prefix."""
-
-    target_class = BearerTokenAuthentication
-    name = "bearerTokenAuth"
-
-    def get_security_definition(self, auto_schema):
-        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix=self.target.keyword)

@@ -106,7 +106,9 @@ def acting_user_id(request, requested=NOT_NAMED) -> str:
             requested, getattr(request, "method", ""), getattr(request, "path", ""),
         )
         return requested
+    # The caller's own id is named: the account learns whose memory its token reads, and what to do.
     raise PermissionDenied(
-        _("Only accounts allowed to act for any user may name another user_id."),
+        _("This token belongs to user {user_id}; omit user_id or use an account allowed to act for any user.")
+        .format(user_id=own),
         code="act_for_any_user_required",
     )

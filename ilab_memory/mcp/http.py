@@ -69,6 +69,11 @@ class RequestUser:
         except PermissionDenied as exc:
             raise ToolRefusal(api_exception_body(exc)) from None
 
+    def may_act_for_any_user(self) -> bool:
+        from ..api.identity import may_act_for_any_user
+
+        return may_act_for_any_user(self.request.user)
+
     def check_throttle(self) -> None:
         from ..api.throttling import MemoryUserRateThrottle
 

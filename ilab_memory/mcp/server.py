@@ -16,6 +16,7 @@ choose another's.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -53,6 +54,13 @@ class Principal(Protocol):
 
     def check_throttle(self) -> None:
         """Raises ToolRefusal when the caller is over its rate."""
+
+    def may_act_for_any_user(self) -> bool:
+        """Whether the caller may name another user_id."""
+
+
+# The caller's identity, as the API's me/ answers it: what a client reads before its first call.
+ME_URI = "ilab-memory://me"
 
 
 def error_body(exc: IlabMemoryError | ToolRefusal | tools.InvalidArguments) -> dict[str, Any]:
@@ -134,6 +142,37 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
     async def on_list_tools(ctx, params) -> mcp_types.ListToolsResult:
         return listing
 
+    resources = mcp_types.ListResourcesResult(resources=[mcp_types.Resource(
+        uri=ME_URI, name="me", title="Who am I",
+        description="The caller's user_id (what every tool acts for when it names none), the scope its "
+                    "calls act in, and whether it may name another user_id.",
+        mime_type="application/json",
+    )])
+
+    async def on_list_resources(ctx, params) -> mcp_types.ListResourcesResult:
+        return resources
+
+    def identity(principal: Principal) -> dict[str, Any]:
+        from django.db import close_old_connections
+
+        close_old_connections()
+        try:
+            return {"user_id": principal.acting_user_id(None), "scope": principal.scope,
+                    "may_act_for_any_user": principal.may_act_for_any_user()}
+        finally:
+            close_old_connections()
+
+    async def on_read_resource(ctx, params: mcp_types.ReadResourceRequestParams) -> mcp_types.ReadResourceResult:
+        if str(params.uri) != ME_URI:
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Unknown resource: {str(params.uri)[:100]}")
+        try:
+            principal = principal_for(ctx)
+        except ToolRefusal as exc:
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=error_text(exc.body)) from None
+        body = await sync_to_async(identity, thread_sensitive=False)(principal)
+        return mcp_types.ReadResourceResult(contents=[mcp_types.TextResourceContents(
+            uri=ME_URI, mime_type="application/json", text=json.dumps(body))])
+
     async def on_call_tool(ctx, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
         spec = specs.get(params.name)
         if spec is None:
@@ -155,6 +194,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
         instructions=tools.instructions(config),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
     )
 
 

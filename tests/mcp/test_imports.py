@@ -18,6 +18,7 @@ AUTH_MODULES = {
     "rest_framework.authentication",
     "rest_framework.exceptions",
     "rest_framework.request",
+    "ilab_memory.api.authentication",
     "ilab_memory.api.identity",
     "ilab_memory.api.throttling",
 }

@@ -15,6 +15,8 @@ export type ObservationRevision = Schemas["ObservationRevisionRecord"];
 export type SaveResult = Schemas["SaveResult"];
 export type Timeline = Schemas["Timeline"];
 export type MemoryStats = Schemas["MemoryStats"];
+/** Who a token is (`whoami`): its `user_id`, its account's bound `scope` (null: any), `may_act_for_any_user`. */
+export type Identity = Schemas["Identity"];
 /** The versioned document `export` answers (`format`, `version`, `sessions`, …). */
 export type ExportDocument = Schemas["ExportDocument"];
 /** What `import` takes: an export document of any version it reads (older ones lack some fields). */
@@ -219,6 +221,11 @@ export class MemoryClient {
   }
 
   // ------------------------------------------------------------------------- counts, data
+
+  /** Who the token is: the user id its calls act for when they name none, the scope its account is bound to (null: any), and whether it may name another user. */
+  async whoami(call: CallOptions = {}): Promise<Identity> {
+    return answer(await this.http.GET("/api/memory/me/", { signal: call.signal }));
+  }
 
   /** Counts of sessions and memories in what the scope reads. */
   async stats(options: StatsOptions = {}, call: CallOptions = {}): Promise<MemoryStats> {

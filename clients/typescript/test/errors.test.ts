@@ -113,11 +113,24 @@ test("a 403 scope_bound for a bound account naming another scope; unnamed, it ac
   assert.equal(saved.observation.scope, "support");
 });
 
-test("a 403 for a plain account naming another user_id", async () => {
+test("a 403 for a plain account naming another user_id says whose token it is", async () => {
   const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token, userId: USER });
   const error = await refusal(agent.context());
   assert.equal(error.status, 403);
   assert.equal(error.code, "act_for_any_user_required");
+  assert.equal(
+    error.message,
+    `This token belongs to user ${site.agent.user_id}; omit user_id or use an account allowed to act for any user.`,
+  );
+});
+
+test("whoami tells a token its user id, its scope and whether it may act for any user", async () => {
+  const plain = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token });
+  assert.deepEqual(await plain.whoami(), { user_id: site.agent.user_id, scope: null, may_act_for_any_user: false });
+  const backend = new MemoryClient({ baseUrl: site.apiUrl, token: site.backend.token });
+  assert.equal((await backend.whoami()).may_act_for_any_user, true);
+  const bot = new MemoryClient({ baseUrl: site.apiUrl, token: site.supportBot.token });
+  assert.equal((await bot.whoami()).scope, "support");
 });
 
 test("a 404 for an unknown id, another user's id, and no active session", async () => {
