@@ -1,6 +1,7 @@
-"""Whom and where an HTTP request acts, by the same rules for the API and MCP over HTTP: its
-user_id (its own, or another it may act for), its scope (its account's binding, else the one it
-names) and its per-user rate. What the site decides comes from the adapter (``adapter.py``).
+"""Who an HTTP request is, and whom and where it acts, by the same rules for the API and MCP over
+HTTP: its token (``Token`` or ``Bearer``), its user_id (its own, or another it may act for), its
+scope (its account's binding, else the one it names) and its per-user rate. What the site
+decides comes from the adapter (``adapter.py``).
 
 DRF's: the request is DRF's, and a refusal is DRF's ``PermissionDenied`` or ``Throttled``,
 which both faces answer in the one ``{"detail", "code"}`` body.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from django.utils.translation import gettext_lazy as _
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -67,8 +69,10 @@ def acting_user_id(request, requested=NOT_NAMED) -> str:
             requested, getattr(request, "method", ""), getattr(request, "path", ""),
         )
         return requested
+    # The caller's own id is named: the account learns whose memory its token reads, and what to do.
     raise PermissionDenied(
-        _("Only accounts allowed to act for any user may name another user_id."),
+        _("This token belongs to user {user_id}; omit user_id or use an account allowed to act for any user.")
+        .format(user_id=own),
         code="act_for_any_user_required",
     )
 
@@ -94,3 +98,12 @@ class MemoryUserRateThrottle(SimpleRateThrottle):
         if not (request.user and request.user.is_authenticated):
             return None  # unauthenticated requests are refused before they cost anything
         return self.cache_format % {"scope": self.scope, "ident": get_adapter().user_id_of(request)}
+
+
+class BearerTokenAuthentication(TokenAuthentication):
+    """The account's DRF token sent as ``Authorization: Bearer <token>``, what most HTTP clients
+    and agent frameworks send. DRF's own pattern: a ``TokenAuthentication`` subclass that changes
+    only its ``keyword``. List it after ``TokenAuthentication`` in ``DEFAULT_AUTHENTICATION_CLASSES``,
+    so a request without credentials is still told ``WWW-Authenticate: Token``."""
+
+    keyword = "Bearer"

@@ -21,7 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "CONTEXT_SESSIONS": 5,
     "CONTEXT_MEMORIES": 10,
     "CONTEXT_CANDIDATES": 200,
-    "AUTO_SUMMARY_PREFIX": "Memorias registradas:",
+    # None: "Memories:" in the site's LANGUAGE_CODE (Django's translations); a string: as written.
+    "AUTO_SUMMARY_PREFIX": None,
     "AUTO_SUMMARY_MAX_ITEMS": 20,
     # Observations
     "OBSERVATION_TYPES": None,  # None = any slug
@@ -73,6 +74,12 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_BATCH_SIZE": 32,
     "EMBED_LEASE_SECONDS": 300,  # a worker's claim on a batch; a killed worker's lapses after it
     "VECTOR_CACHE_MB": 256,  # per process, for engines without pgvector
+    # Health (the API's health/): the embedding backlog's oldest wait before it fails, and how
+    # long memories may wait with no runner at work on them (docs/deploy.md).
+    "HEALTH_BACKLOG_SECONDS": 600,
+    "HEALTH_RUNNER_SECONDS": 120,
+    # Prometheus metrics, when prometheus-client (the metrics extra) is installed (docs/deploy.md).
+    "METRICS": True,
     # Faces
     # The site's hooks for the API and MCP over HTTP: who a request is, its account's scope, who
     # may act for any user (a dotted path to a DefaultMemoryAdapter subclass). docs/api.md.
@@ -109,6 +116,8 @@ POSITIVE_INT_KEYS = (
     "EMBED_BATCH_SIZE",
     "EMBED_LEASE_SECONDS",
     "VECTOR_CACHE_MB",
+    "HEALTH_BACKLOG_SECONDS",
+    "HEALTH_RUNNER_SECONDS",
 )
 
 NON_NEGATIVE_INT_KEYS = ("DEDUPE_WINDOW_MINUTES", "SEARCH_EMBED_BUDGET")
@@ -211,14 +220,16 @@ def validate_values(values: dict[str, Any]) -> list[str]:
         problems.append("RETENTION must map type slugs to positive datetime.timedelta values")
     elif types is not None and any(t not in types for t in retention):
         problems.append("RETENTION names a type OBSERVATION_TYPES does not allow")
-    if not isinstance(values.get("AUTO_SUMMARY_PREFIX"), str):
-        problems.append("AUTO_SUMMARY_PREFIX must be a string")
+    if values.get("AUTO_SUMMARY_PREFIX") is not None and not isinstance(values["AUTO_SUMMARY_PREFIX"], str):
+        problems.append("AUTO_SUMMARY_PREFIX must be None (the translated default) or a string")
     milliseconds = values.get("SEARCH_EMBED_MILLISECONDS")
     if milliseconds is not None and (not _is_int(milliseconds) or milliseconds < 0):
         problems.append("SEARCH_EMBED_MILLISECONDS must be None or an integer >= 0")
     runner = values.get("EMBEDDING_RUNNER")
     if runner is not None and not isinstance(runner, str):
         problems.append("EMBEDDING_RUNNER must be None or a dotted path")
+    if not isinstance(values.get("METRICS"), bool):
+        problems.append("METRICS must be True or False")
     if not isinstance(values.get("REGISTER_ADMIN"), bool):
         problems.append("REGISTER_ADMIN must be True or False")
     rate = values.get("API_THROTTLE_RATE")

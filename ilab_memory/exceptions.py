@@ -1,5 +1,7 @@
 """The app's own exceptions. No Django import: the facade raises them before Django is set up."""
 
+from __future__ import annotations
+
 
 class IlabMemoryError(Exception):
     """Base class of every error ilab_memory raises on purpose."""
@@ -31,6 +33,15 @@ class ValidationError(IlabMemoryError, ValueError):
         self.message = message
         self.errors: dict[str, list[str]] = {field: [message]}
         super().__init__(f"{field}: {message}")
+
+    def spelled(self, names: dict[str, str]) -> ValidationError:
+        """This error with its field named as a face's caller spells it (``{"query": "q"}``
+        on the API's search); itself when ``names`` does not rename its field."""
+        if self.field not in names:
+            return self
+        renamed = type(self)(names[self.field], self.message, code=self.code, limit=self.limit, size=self.size)
+        renamed.errors = {names.get(field, field): messages for field, messages in self.errors.items()}
+        return renamed
 
     @classmethod
     def too_long(cls, field: str, *, limit: int, size: int, unit: str = "characters"):

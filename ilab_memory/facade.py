@@ -200,13 +200,15 @@ class ILabMemory:
         """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult.
         ``happened_at``: when what it says happened (default: now); ``expires_at`` or ``ttl``
         (a timedelta or seconds): when it expires (default: never, or its type's RETENTION)."""
+        from . import metrics
         from .services.observations import observation_save
 
-        return observation_save(
-            user_id=user_id, title=title, content=content, type=type, topic_key=topic_key,
-            metadata=metadata, scope=scope, happened_at=happened_at, expires_at=expires_at, ttl=ttl,
-            **self._kwargs(),
-        )
+        with metrics.timed("save"):
+            return observation_save(
+                user_id=user_id, title=title, content=content, type=type, topic_key=topic_key,
+                metadata=metadata, scope=scope, happened_at=happened_at, expires_at=expires_at, ttl=ttl,
+                **self._kwargs(),
+            )
 
     def mem_get_observation(self, user_id: str, observation_id: str, *, scope=""):
         from . import selectors, types
@@ -263,12 +265,14 @@ class ILabMemory:
         ``until`` keep to what happened in that period; a date phrase in the query ("last
         week") favours what happened then, read at ``now`` (default: the current time) in
         ``time_zone`` (an IANA name; default: Django's current time zone)."""
+        from . import metrics
         from .services.search import observation_search
 
-        return observation_search(
-            user_id=user_id, query=query, type=type, limit=limit, scope=scope, since=since, until=until,
-            time_zone=time_zone, now=now, **self._kwargs()
-        )
+        with metrics.timed("search"):
+            return observation_search(
+                user_id=user_id, query=query, type=type, limit=limit, scope=scope, since=since, until=until,
+                time_zone=time_zone, now=now, **self._kwargs()
+            )
 
     def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None, until=None):
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the

@@ -7,6 +7,7 @@ into it, again whenever either file changes, then runs the demo site or the test
 
 import hashlib
 import os
+import socket
 import subprocess
 import sys
 import venv
@@ -46,10 +47,28 @@ def run(*args: str) -> None:
     subprocess.run([str(PYTHON), *args], check=True, cwd=ROOT)
 
 
+def port_is_free(port: int) -> bool:
+    """Whether 127.0.0.1:``port`` can be listened on now (uvicorn binds it the same way)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def demo(argv: list[str]) -> int:
     port = "8000"
     if argv[:1] == ["--port"] and len(argv) > 1:
         port = argv[1]
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        print(f"--port takes a port number (1-65535), not {port!r}. {USAGE}", file=sys.stderr)
+        return 2
+    # Before the banner: a second demo on a busy port would print its URLs, then fail.
+    if not port_is_free(int(port)):
+        print(f"Port {port} on 127.0.0.1 is in use (another demo, or another server). Stop it, or "
+              f"choose another port: python3 -m project demo --port {int(port) + 1}", file=sys.stderr)
+        return 1
     run("manage.py", "migrate", "--no-input", "-v", "0")
     run("manage.py", "ilab_memory_demo")
     print(f"\nDemo site: http://127.0.0.1:{port}/admin/  (login: operator / operator)", flush=True)

@@ -138,6 +138,7 @@ REST_FRAMEWORK = {
     # Token first: an anonymous request then gets 401 with a WWW-Authenticate header, not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "ilab_memory.api.authentication.BearerTokenAuthentication",  # the same token as "Bearer <key>"
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

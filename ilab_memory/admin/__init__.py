@@ -39,12 +39,19 @@ __all__ = [
 ]
 
 
+# The admin index with a link to the console's overview (the app list shows only the models).
+INDEX_TEMPLATE = "admin/ilab_memory/index.html"
+
+
 def register(site: admin.AdminSite = admin.site) -> bool:
-    """Register the models on ``site`` unless ``REGISTER_ADMIN`` is off; returns whether it did."""
+    """Register the models on ``site`` unless ``REGISTER_ADMIN`` is off; returns whether it did.
+    A site without an ``index_template`` of its own gets one that links the console's overview."""
     if not get_config().REGISTER_ADMIN:
         return False
     site.register(Session, SessionAdmin)
     site.register(Observation, ObservationAdmin)
+    if site.index_template is None:
+        site.index_template = INDEX_TEMPLATE
     return True
 
 

@@ -39,7 +39,8 @@ def with_error_shape(response: Response, exc: Exception) -> Response:
     data = response.data
     if not isinstance(exc, APIException) or not isinstance(data, (dict, list)):
         return response
-    if isinstance(data, dict) and "detail" in data:
+    # A detail that is text: field errors keyed by a field a caller named "detail" are a list.
+    if isinstance(data, dict) and isinstance(data.get("detail"), str):
         if "code" not in data:
             codes = exc.get_codes()
             data["code"] = codes.get("detail", exc.default_code) if isinstance(codes, dict) else codes

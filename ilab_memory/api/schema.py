@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
+from .authentication import BearerTokenAuthentication
 from .serializers import ErrorSerializer
 
 USER_ID_PARAMETER = OpenApiParameter(
@@ -38,3 +41,14 @@ WRITE_ERRORS = (400, 401, 403, 413, 415, 429)
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
     return {s: OpenApiResponse(ErrorSerializer, description=_MEANINGS[s]) for s in statuses}
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme of ``BearerTokenAuthentication``: its own name, since
+    drf-spectacular would otherwise give it DRF's ``tokenAuth`` with another prefix."""
+
+    target_class = BearerTokenAuthentication
+    name = "bearerTokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix=self.target.keyword)

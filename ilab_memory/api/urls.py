@@ -7,7 +7,7 @@ names the slashed one), so mount anything else that shares the prefix before thi
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
-from . import views
+from . import health, me, views
 
 app_name = "ilab_memory_api"
 
@@ -16,6 +16,9 @@ router.register("sessions", views.SessionViewSet, basename="session")
 router.register("observations", views.ObservationViewSet, basename="observation")
 
 urlpatterns = [
+    path("health/", health.HealthView.as_view(), name="health"),
+    path("metrics/", health.MetricsView.as_view(), name="metrics"),
+    path("me/", me.MeView.as_view(), name="me"),
     path("context/", views.ContextView.as_view(), name="context"),
     path("stats/", views.StatsView.as_view(), name="stats"),
     path("export/", views.ExportView.as_view(), name="export"),

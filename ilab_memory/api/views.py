@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from .. import selectors, types
+from .. import metrics, selectors, types
 from ..access import NOT_NAMED, MemoryUserRateThrottle, acting_scope, acting_user_id
 from ..conf import get_config
 from ..encoding import encode
@@ -44,6 +44,9 @@ from .metadata import InputMetadata
 from .pagination import ObservationCursorPagination, SessionCursorPagination
 from .parsers import BoundedJSONParser, max_body_bytes
 from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_responses
+
+# The service's names of the search's fields, as the API's query string spells them.
+SEARCH_PARAMETERS = {"query": "q"}
 
 
 class MemoryAPIMixin(AppErrorMixin):
@@ -287,7 +290,8 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
 
     def create(self, request):
         user_id, scope, fields = self.acting(self.validated_body())
-        result = observation_services.observation_save(user_id=user_id, scope=scope, **fields)
+        with metrics.timed("save", face="api"):
+            result = observation_services.observation_save(user_id=user_id, scope=scope, **fields)
         code = status.HTTP_201_CREATED if result.action == observation_services.CREATED else status.HTTP_200_OK
         return Response(encode(result), status=code)
 
@@ -347,11 +351,16 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
     @action(detail=False, methods=["get"], filter_backends=[], pagination_class=None)
     def search(self, request):
         query = self.validated_query(serializers.SearchQuerySerializer)
-        results = search_services.observation_search(
-            user_id=self.acting_user_id(), query=query["q"], type=query.get("type"), limit=query.get("limit"),
-            scope=self.acting_scope(), since=query.get("since"), until=query.get("until"),
-            time_zone=query.get("time_zone"), now=query.get("now"),
-        )
+        user_id, scope = self.acting_user_id(), self.acting_scope()
+        try:
+            with metrics.timed("search", face="api"):
+                results = search_services.observation_search(
+                    user_id=user_id, query=query["q"], type=query.get("type"), limit=query.get("limit"),
+                    scope=scope, since=query.get("since"), until=query.get("until"),
+                    time_zone=query.get("time_zone"), now=query.get("now"),
+                )
+        except ValidationError as error:
+            raise error.spelled(SEARCH_PARAMETERS) from None  # the service's "query" is the API's "q"
         return Response(encode(results))
 
 

@@ -7,6 +7,6 @@ imports no Django.
 """
 
 from .errors import AccessDenied, ApiError, NotAuthenticated, RateLimited, ServiceUnavailable
-from .memory import MemoryClient
+from .memory import Identity, MemoryClient
 
-__all__ = ["AccessDenied", "ApiError", "MemoryClient", "NotAuthenticated", "RateLimited", "ServiceUnavailable"]
+__all__ = ["AccessDenied", "ApiError", "Identity", "MemoryClient", "NotAuthenticated", "RateLimited", "ServiceUnavailable"]

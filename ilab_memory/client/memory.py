@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -39,43 +40,66 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_RETRIES = 2
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who a token is to the API (``whoami``): the user id its calls act for when they name none,
+    the scope its account is bound to (None: any), and whether it may name another user_id."""
+
+    user_id: str
+    scope: str | None
+    may_act_for_any_user: bool
+
+
 class MemoryClient:
     """A remote memory: ``MemoryClient("https://site/api/memory/", token)``.
 
     ``token`` is an API token (``drf_create_token``). A plain account's token reads and writes its
-    own memory only (its ``user_id``); an agent backend granted ``ilab_memory.act_for_any_user``
-    names any user. ``timeout`` bounds each request in seconds; ``retries`` is how many times a
-    read (GET) is sent again after a connection failure. Writes are never sent twice.
+    own memory only (its ``user_id``, which ``whoami()`` tells): every method's ``user_id`` may be
+    left out (None), and the API acts for the token's own user. An agent backend granted
+    ``ilab_memory.act_for_any_user`` names any user, per call or once as ``user_id`` here.
+    ``timeout`` bounds each request in seconds; ``retries`` is how many times a read (GET) is sent
+    again after a connection failure. Writes are never sent twice.
     """
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                 retries: int = DEFAULT_RETRIES, backoff: float = 0.2):
+    def __init__(self, base_url: str, token: str, *, user_id: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS, retries: int = DEFAULT_RETRIES, backoff: float = 0.2):
         self._http = Transport(base_url, token, timeout=timeout, retries=retries, backoff=backoff)
+        self._user_id = user_id
+        self._may_act_for_any_user: bool | None = None
+
+    def whoami(self) -> Identity:
+        """The token's user id, its account's bound scope (None: any) and whether it may act for
+        any user (``GET me/``)."""
+        data = self._http.request("GET", "me/")
+        return Identity(user_id=data["user_id"], scope=data["scope"], may_act_for_any_user=data["may_act_for_any_user"])
 
     # -- sessions ------------------------------------------------------------------------
 
-    def mem_session_start(self, user_id: str, *, scope: str = "") -> types.SessionStartResponse:
+    def mem_session_start(self, user_id: str | None = None, *, scope: str = "") -> types.SessionStartResponse:
         """Reuse the scope's live session or open one; returns SessionStartResponse with context."""
-        data = self._http.request("POST", "sessions/start/", body=_body(user_id, scope))
+        data = self._http.request("POST", "sessions/start/", body=_body(self._who(user_id), scope))
         return decode(types.SessionStartResponse, data)
 
-    def mem_session_summary(self, user_id: str, summary: str, *, scope: str = "") -> types.SessionRecord:
+    def mem_session_summary(self, user_id: str | None = None, summary: str | None = None, *,
+                            scope: str = "") -> types.SessionRecord:
         """Store a narrative summary on the scope's active session without closing it."""
-        body = {**_body(user_id, scope), "summary": summary}
+        body = {**_body(self._who(user_id), scope), "summary": summary}
         return decode(types.SessionRecord, self._http.request("POST", "sessions/summary/", body=body))
 
-    def mem_session_end(self, user_id: str, summary: str | None = None, *, scope: str = "") -> types.SessionRecord:
+    def mem_session_end(self, user_id: str | None = None, summary: str | None = None, *,
+                        scope: str = "") -> types.SessionRecord:
         """Close the scope's active session now; raises NoActiveSession (a LookupError) when none."""
-        body = _body(user_id, scope)
+        body = _body(self._who(user_id), scope)
         if summary is not None:
             body["summary"] = summary
         return decode(types.SessionRecord, self._http.request("POST", "sessions/end/", body=body))
 
-    def mem_get_session(self, user_id: str, session_id: str, *, scope="") -> types.SessionRecord:
+    def mem_get_session(self, user_id: str | None = None, session_id: str | None = None, *,
+                        scope="") -> types.SessionRecord:
         path = f"sessions/{_id(session_id, SessionNotFound)}/"
         return decode(types.SessionRecord, self._get(path, user_id, scope))
 
-    def mem_list_sessions(self, user_id: str, *, status: str | None = None, limit: int = 50,
+    def mem_list_sessions(self, user_id: str | None = None, *, status: str | None = None, limit: int = 50,
                           scope="") -> list[types.SessionRecord]:
         # One page of the API's cursor pages holds the facade's largest limit.
         query = [("page_size", str(SESSIONS_LIMIT.clean(limit, None)))]
@@ -86,23 +110,26 @@ class MemoryClient:
 
     # -- observations --------------------------------------------------------------------
 
-    def mem_save(self, user_id: str, title: str, content: str, *, type: str = "manual",
-                 topic_key: str | None = None, metadata: dict | None = None, scope: str = "",
+    def mem_save(self, user_id: str | None = None, title: str | None = None, content: str | None = None, *,
+                 type: str = "manual", topic_key: str | None = None, metadata: dict | None = None, scope: str = "",
                  happened_at=None, expires_at=None, ttl=None) -> types.SaveResult:
         """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult.
         ``happened_at``: when what it says happened (default: now); ``expires_at`` or ``ttl``
         (a timedelta or seconds): when it expires (default: never, or its type's RETENTION)."""
-        body = {**_body(user_id, scope), "title": title, "content": content, "type": type, "topic_key": topic_key,
+        body = {**_body(self._who(user_id), scope), "title": title,
+                "content": content, "type": type, "topic_key": topic_key,
                 "metadata": metadata}
         times = {"happened_at": happened_at, "expires_at": expires_at, "ttl": ttl}
         body.update(_times({name: value for name, value in times.items() if value is not None}))
         return decode(types.SaveResult, self._http.request("POST", "observations/", body=body))
 
-    def mem_get_observation(self, user_id: str, observation_id: str, *, scope="") -> types.ObservationRecord:
+    def mem_get_observation(self, user_id: str | None = None, observation_id: str | None = None, *,
+                            scope="") -> types.ObservationRecord:
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
         return decode(types.ObservationRecord, self._get(path, user_id, scope))
 
-    def mem_list_observations(self, user_id: str, *, type: str | None = None, topic_key: str | None = None,
+    def mem_list_observations(self, user_id: str | None = None, *,
+                              type: str | None = None, topic_key: str | None = None,
                               limit: int = 50, scope="", since=None, until=None) -> list[types.ObservationCompact]:
         """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
         optionally of one ``type`` or ``topic_key`` (normalized as on save), or that happened
@@ -116,32 +143,34 @@ class MemoryClient:
         page = self._get("observations/", user_id, scope, query)
         return decode(list[types.ObservationCompact], page["results"])
 
-    def mem_revisions(self, user_id: str, observation_id: str, *,
+    def mem_revisions(self, user_id: str | None = None, observation_id: str | None = None, *,
                       scope="") -> list[types.ObservationRevisionRecord]:
         """The observation's earlier versions, newest first."""
         path = f"observations/{_id(observation_id, ObservationNotFound)}/revisions/"
         return decode(list[types.ObservationRevisionRecord], self._get(path, user_id, scope))
 
-    def mem_update(self, user_id: str, observation_id: str, *, scope: str = "", **fields) -> types.ObservationRecord:
+    def mem_update(self, user_id: str | None = None, observation_id: str | None = None, *,
+                   scope: str = "", **fields) -> types.ObservationRecord:
         """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
         history, or change when it expires (expires_at, None: never; or ttl). The observation
         must be in ``scope`` (``"*"``: any of the user's)."""
         check_updatable(fields)
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
-        body = {**fields, **_times(fields), **_body(user_id, scope)}
+        body = {**fields, **_times(fields), **_body(self._who(user_id), scope)}
         return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))
 
-    def mem_delete(self, user_id: str, observation_id: str, *, hard: bool = False,
+    def mem_delete(self, user_id: str | None = None, observation_id: str | None = None, *, hard: bool = False,
                    scope: str = "") -> types.DeleteResult:
         """Soft (or ``hard``) delete; the observation must be in ``scope`` (``"*"``: any of the user's)."""
         if not isinstance(hard, bool):
             raise ValidationError("hard", "must be true or false.", code="invalid_type")
         pk = _id(observation_id, ObservationNotFound)
-        query = [*_user(user_id), *_scope(scope), ("hard", "true" if hard else "false")]
+        query = [*_user(self._who(user_id)), *_scope(scope), ("hard", "true" if hard else "false")]
         self._http.request("DELETE", f"observations/{pk}/", query=query)
         return types.DeleteResult(id=pk, hard=hard)
 
-    def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
+    def mem_search(self, user_id: str | None = None, query: str | None = None, *,
+                   type: str | None = None, limit: int | None = None,
                    scope="", since=None, until=None, time_zone=None, now=None) -> list[types.ObservationCompact]:
         """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
         ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting. ``since`` / ``until`` keep
@@ -158,9 +187,13 @@ class MemoryClient:
             params.append(("time_zone", _zone_name(time_zone)))
         if now is not None:
             params.append(("now", _moment("now", now)))
-        return decode(list[types.ObservationCompact], self._get("observations/search/", user_id, scope, params))
+        try:
+            found = self._get("observations/search/", user_id, scope, params)
+        except ValidationError as error:
+            raise error.spelled({"q": "query"}) from None  # the API's parameter is this method's query
+        return decode(list[types.ObservationCompact], found)
 
-    def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None,
+    def mem_context(self, user_id: str | None = None, *, limit: int | None = None, scope="", since=None,
                     until=None) -> list[types.ObservationCompact]:
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
         site's CONTEXT_MEMORIES setting, as at session start; ``since`` / ``until`` keep to what
@@ -169,51 +202,75 @@ class MemoryClient:
         params += _period(since, until)
         return decode(list[types.ObservationCompact], self._get("context/", user_id, scope, params))
 
-    def mem_timeline(self, user_id: str, observation_id: str, *, before: int = 5, after: int = 5,
+    def mem_timeline(self, user_id: str | None = None, observation_id: str | None = None, *,
+                     before: int = 5, after: int = 5,
                      scope="") -> types.Timeline:
         path = f"observations/{_id(observation_id, ObservationNotFound)}/timeline/"
         params = [("before", _count("before", before)), ("after", _count("after", after))]
         return decode(types.Timeline, self._get(path, user_id, scope, params))
 
-    def mem_stats(self, user_id: str, *, scope="") -> types.MemoryStats:
+    def mem_stats(self, user_id: str | None = None, *, scope="") -> types.MemoryStats:
         """Counts of what ``scope`` reads (``"*"``: all of the user's), with live memories per scope."""
         return decode(types.MemoryStats, self._get("stats/", user_id, scope))
 
     # -- the user's data -----------------------------------------------------------------
 
-    def mem_export(self, user_id: str, *, scope="*") -> dict:
+    def mem_export(self, user_id: str | None = None, *, scope="*") -> dict:
         """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
         scope) as a versioned dict; each record names its scope."""
         return self._get("export/", user_id, scope, default=ALL)
 
-    def mem_import(self, user_id: str, data: dict, *, scope: str | None = None) -> dict:
+    def mem_import(self, user_id: str | None = None, data: dict | None = None, *,
+                   scope: str | None = None) -> dict:
         """Add an export's rows the user lacks, each into its record's scope, or all into
         ``scope`` when given; idempotent; ValidationError, nothing written, on a bad one."""
-        body = {**_body(user_id, scope, default=None), "data": data}
+        body = {**_body(self._who(user_id), scope, default=None), "data": data}
         return self._http.request("POST", "import/", body=body)
 
-    def mem_forget_user(self, user_id: str, *, scope: str = "*") -> dict[str, int]:
+    def mem_forget_user(self, user_id: str | None = None, *, scope: str = "*") -> dict[str, int]:
         """Erase every row of the user (or only of one ``scope``) in one transaction; returns
         the counts per kind."""
-        # The API asks for the user_id again as confirmation, compared after it is stripped.
+        # The API asks for the user_id again as confirmation, compared after it is stripped; a
+        # call that names none confirms the token's own, which the API tells.
+        user_id = self._who(user_id)
+        if user_id is None:
+            user_id = self.whoami().user_id
         confirm = user_id.strip() if isinstance(user_id, str) else user_id
-        body = {**_body(user_id, scope, default=ALL), "confirm": confirm}
+        body = {**_body(self._who(user_id), scope, default=ALL), "confirm": confirm}
         return self._http.request("POST", "forget/", body=body)
 
     # -- helpers -------------------------------------------------------------------------
 
     def _get(self, path: str, user_id, scope, params: list[tuple[str, str]] | None = None, *, default=SHARED):
-        query = [*_user(user_id), *_scope(scope, default), *(params or [])]
+        query = [*_user(self._who(user_id)), *_scope(scope, default), *(params or [])]
         return self._http.request("GET", path, query=query)
+
+    def _who(self, user_id):
+        """The user_id a call names: its own, else the client's, else None: the token's own user,
+        for a plain account. An account allowed to act for any user must name one, as with the
+        facade: a call of a service that lost its user would otherwise write to its own memory."""
+        user_id = self._user_id if user_id is None else user_id
+        if user_id is None and self._acts_for_anyone():
+            raise ValidationError("user_id", "is required: this token's account may act for any user, so a call "
+                                             "names whose memory it means.", code="required")
+        return user_id
+
+    def _acts_for_anyone(self) -> bool:
+        # Asked once (GET me/): a grant is not expected to change under a running client.
+        if self._may_act_for_any_user is None:
+            self._may_act_for_any_user = self.whoami().may_act_for_any_user
+        return self._may_act_for_any_user
 
 
 def _body(user_id, scope, *, default=SHARED) -> dict[str, Any]:
-    """A write's user_id, and its scope unless it is the method's default (see ``_scope``)."""
-    return {"user_id": user_id} if scope == default else {"user_id": user_id, "scope": scope}
+    """A write's user_id unless it names none (the token's own user), and its scope unless it is
+    the method's default (see ``_scope``)."""
+    body = {} if user_id is None else {"user_id": user_id}
+    return body if scope == default else {**body, "scope": scope}
 
 
 def _user(user_id) -> list[tuple[str, str]]:
-    return [("user_id", check_text("user_id", user_id, allow_blank=True))]
+    return [] if user_id is None else [("user_id", check_text("user_id", user_id, allow_blank=True))]
 
 
 def _scope(scope, default=SHARED) -> list[tuple[str, str]]:

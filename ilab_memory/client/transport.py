@@ -62,7 +62,8 @@ class Transport:
                 return _json(status, raw)
             except urllib.error.HTTPError as answer:  # an answer, not a connection failure
                 with answer:
-                    raise error_for(answer.code, answer.read(), answer.headers) from None
+                    raise error_for(answer.code, answer.read(), answer.headers, url=url,
+                                    base_url=self.base_url) from None
             except CONNECTION_ERRORS as failure:
                 if attempt + 1 < attempts:
                     time.sleep(self.backoff * 2**attempt)
@@ -109,8 +110,9 @@ def encode_body(body: dict[str, Any]) -> bytes:
     raise AssertionError("unreachable")
 
 
-def error_for(status: int, raw: bytes, headers) -> Exception:
-    """The exception an error answer means: the facade's own for bad input and a missing row."""
+def error_for(status: int, raw: bytes, headers, *, url: str = "", base_url: str = "") -> Exception:
+    """The exception an error answer means: the facade's own for bad input and a missing row;
+    a 404 that is not the API's JSON says where the API must be (``url`` is what was asked)."""
     try:
         body = json.loads(raw) if raw else {}
     except ValueError:
@@ -128,6 +130,12 @@ def error_for(status: int, raw: bytes, headers) -> Exception:
         return error
     if status == 404 and code in NOT_FOUND:
         return NOT_FOUND[code](detail)
+    if status == 404 and "code" not in body:
+        # Not the memory API's 404 (its answers all have a code): the site's, for a base_url
+        # that is not where the API is mounted.
+        return ApiError(status, code, f"No memory API at {url}. base_url must be the API's mount, where the site "
+                                      f"includes ilab_memory.api.urls (http://127.0.0.1:8000/api/memory/ on the "
+                                      f"demo site); it is {base_url}.")
     if status == 413:
         return ValidationError("body", detail, code=code)
     if status == 401:

@@ -38,17 +38,12 @@ from rest_framework.exceptions import (
     Throttled,
 )
 
+from ..access import BearerTokenAuthentication
 from .server import ToolRefusal
 
 logger = logging.getLogger("ilab_memory.mcp")
 
 PRINCIPAL_SCOPE_KEY = "ilab_memory.principal"
-
-
-class BearerTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication with the keyword MCP clients send: ``Authorization: Bearer <key>``."""
-
-    keyword = "Bearer"
 
 
 DEFAULT_AUTHENTICATION_CLASSES = (BearerTokenAuthentication, TokenAuthentication)
@@ -74,6 +69,11 @@ class RequestUser:
             return acting_user_id(self.request, NOT_NAMED if requested is None else requested)
         except PermissionDenied as exc:
             raise ToolRefusal(api_exception_body(exc)) from None
+
+    def may_act_for_any_user(self) -> bool:
+        from ..adapter import get_adapter
+
+        return get_adapter().may_act_for_any_user(self.request.user)
 
     def check_throttle(self) -> None:
         from ..access import MemoryUserRateThrottle

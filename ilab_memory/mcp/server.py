@@ -16,6 +16,7 @@ choose another's.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -25,7 +26,7 @@ from asgiref.sync import sync_to_async
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from .. import encoding
+from .. import encoding, metrics
 from ..exceptions import IlabMemoryError
 from . import tools
 
@@ -53,6 +54,13 @@ class Principal(Protocol):
 
     def check_throttle(self) -> None:
         """Raises ToolRefusal when the caller is over its rate."""
+
+    def may_act_for_any_user(self) -> bool:
+        """Whether the caller may name another user_id."""
+
+
+# The caller's identity, as the API's me/ answers it: what a client reads before its first call.
+ME_URI = "ilab-memory://me"
 
 
 def error_body(exc: IlabMemoryError | ToolRefusal | tools.InvalidArguments) -> dict[str, Any]:
@@ -116,7 +124,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
             principal.check_throttle()
             args = tools.check_arguments(spec.input_schema, arguments)
             user_id = principal.acting_user_id(args.pop("user_id", None))
-            structured, text = spec.run(memory, user_id, principal.scope, args)
+            with metrics.face("mcp"):  # the tools call the facade, which times saves and searches
+                structured, text = spec.run(memory, user_id, principal.scope, args)
             return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
                                             structured_content=structured)
         except (IlabMemoryError, ToolRefusal, tools.InvalidArguments) as exc:
@@ -132,6 +141,37 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
 
     async def on_list_tools(ctx, params) -> mcp_types.ListToolsResult:
         return listing
+
+    resources = mcp_types.ListResourcesResult(resources=[mcp_types.Resource(
+        uri=ME_URI, name="me", title="Who am I",
+        description="The caller's user_id (what every tool acts for when it names none), the scope its "
+                    "calls act in, and whether it may name another user_id.",
+        mime_type="application/json",
+    )])
+
+    async def on_list_resources(ctx, params) -> mcp_types.ListResourcesResult:
+        return resources
+
+    def identity(principal: Principal) -> dict[str, Any]:
+        from django.db import close_old_connections
+
+        close_old_connections()
+        try:
+            return {"user_id": principal.acting_user_id(None), "scope": principal.scope,
+                    "may_act_for_any_user": principal.may_act_for_any_user()}
+        finally:
+            close_old_connections()
+
+    async def on_read_resource(ctx, params: mcp_types.ReadResourceRequestParams) -> mcp_types.ReadResourceResult:
+        if str(params.uri) != ME_URI:
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Unknown resource: {str(params.uri)[:100]}")
+        try:
+            principal = principal_for(ctx)
+        except ToolRefusal as exc:
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=error_text(exc.body)) from None
+        body = await sync_to_async(identity, thread_sensitive=False)(principal)
+        return mcp_types.ReadResourceResult(contents=[mcp_types.TextResourceContents(
+            uri=ME_URI, mime_type="application/json", text=json.dumps(body))])
 
     async def on_call_tool(ctx, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
         spec = specs.get(params.name)
@@ -154,6 +194,8 @@ def build_server(memory, principal_for: Callable[[Any], Principal]) -> Server:
         instructions=tools.instructions(config),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
     )
 
 

@@ -34,6 +34,9 @@ class FixedUser:
     def check_throttle(self) -> None:
         """A local process serving its own agent is not throttled."""
 
+    def may_act_for_any_user(self) -> bool:
+        return False  # one user per process
+
 
 def serve(memory, user_id: str, scope: str = "") -> None:
     """Serve ``memory`` for ``user_id`` in ``scope`` (a cleaned one) on stdin/stdout until stdin closes."""

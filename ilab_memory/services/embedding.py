@@ -26,7 +26,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import vectors
+from .. import metrics, vectors
 from ..conf import Config, get_config
 from ..embeddings import EmbeddingError, configured_embedder
 from ..embeddings.base import passage_vectors
@@ -268,6 +268,7 @@ def _store(rows, matrix, pieces, *, embedder, using: str) -> int:
             [VectorStamp(user_id=user_id, stamp=uuid.uuid4()) for user_id in sorted(users)],
             update_conflicts=True, unique_fields=["user_id"], update_fields=["stamp"],
         )
+    metrics.count("stored", stored)
     return stored
 
 

@@ -19,6 +19,7 @@ from functools import partial
 from django.db import connections, transaction
 from django.utils import timezone
 
+from .. import metrics
 from ..conf import Config, get_config
 from ..models import Observation
 from ..signals import observations_expired, send_on_commit
@@ -66,6 +67,7 @@ def observations_erase_expired(*, config: Config | None = None, using: str = "de
     if sqlite and (erased or merged):
         # After commit: inside a caller's transaction SQLite cannot checkpoint (the table is locked).
         transaction.on_commit(lambda: checkpoint_wal(using), using=using)
+    metrics.count("erased", erased)
     return erased
 
 

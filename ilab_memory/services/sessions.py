@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from django.utils import timezone
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
-from .. import selectors, sql
+from .. import metrics, selectors, sql
 from ..conf import Config, get_config
 from ..exceptions import NoActiveSession
 from ..models import Observation, Session, SessionStatus, first_or_none
@@ -18,7 +20,6 @@ from ..validation import check_length, check_text, clean_user_id
 from .privacy import redact
 from .transactions import atomic_with_retry
 
-SUMMARY_NONE = "(ninguna)"
 SUMMARY_MORE = ", … (+{n})"
 ENDED, EXPIRED = "ended", "expired"
 
@@ -36,13 +37,19 @@ def _is_idle(session: Session, *, now: datetime, config: Config) -> bool:
 
 
 def build_auto_summary(session: Session, *, config: Config, using: str) -> str:
-    """``<prefix> [type] title, …`` over the session's live observations in creation order."""
+    """``<prefix> [type] title, …`` over the session's live observations in creation order; the
+    prefix (``AUTO_SUMMARY_PREFIX``, or "Memories:") and "(none)" in the site's ``LANGUAGE_CODE``."""
     limit = config.AUTO_SUMMARY_MAX_ITEMS
     live = Observation.objects.using(using).live().filter(session_id=session.pk)
     items = list(live.order_by("created_at", "id").values_list("type", "title")[: limit + 1])
-    prefix = config.AUTO_SUMMARY_PREFIX
-    if not items:
-        return f"{prefix} {SUMMARY_NONE}"
+    # In the site's language, not the request's: the summary is stored, and whoever's request
+    # (or the sweep) happens to close the session must not decide the language it is kept in.
+    with translation.override(settings.LANGUAGE_CODE):
+        prefix = config.AUTO_SUMMARY_PREFIX
+        if prefix is None:
+            prefix = gettext("Memories:")
+        if not items:
+            return f"{prefix} {gettext('(none)')}"
     listed = ", ".join(f"[{type_}] {title}" for type_, title in items[:limit])
     if len(items) > limit:
         listed += SUMMARY_MORE.format(n=live.count() - limit)
@@ -224,6 +231,7 @@ def sessions_close_idle(
             .values_list("id", flat=True)[:batch_size]
         )
         if not candidate_ids:
+            metrics.count("closed", len(closed))
             return closed
         for session_id in candidate_ids:
             if _close_if_still_idle(session_id, now=now, config=config, using=using):

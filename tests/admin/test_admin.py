@@ -37,7 +37,7 @@ def listed(response) -> set:
 def mix(db):
     """Sessions of every summary kind, each holding observations of different types."""
     auto = SessionFactory(
-        user_id="alice", completed=True, summary="Memorias registradas: [decision] Use PostgreSQL", is_auto_generated=True
+        user_id="alice", completed=True, summary="Memories: [decision] Use PostgreSQL", is_auto_generated=True
     )
     human = SessionFactory(user_id="bob", completed=True, summary="Talked about the retry pattern")
     blank = SessionFactory(user_id="carol", completed=True, summary="")
@@ -230,7 +230,7 @@ def test_synthetic_summary_is_read_only(admin_client, mix):
     assert 'name="summary"' not in page and 'name="_save"' not in page
     admin_client.post(session_url(session), {"summary": "Rewritten by hand", "_save": "Save"})
     session.refresh_from_db()
-    assert session.summary == "Memorias registradas: [decision] Use PostgreSQL"
+    assert session.summary == "Memories: [decision] Use PostgreSQL"
     assert session.is_auto_generated is True
 
 
@@ -461,7 +461,7 @@ def queries_for(client, url, params=None) -> list[str]:
     "url, params",
     [
         (SESSIONS, {}),
-        (SESSIONS, {"summary_kind": "auto", "q": "Memorias"}),
+        (SESSIONS, {"summary_kind": "auto", "q": "Memories"}),
         (OBSERVATIONS, {}),
         (OBSERVATIONS, {"session_summary_kind": "auto", "state": "live", "q": "Note"}),
     ],
@@ -469,7 +469,7 @@ def queries_for(client, url, params=None) -> list[str]:
 def test_changelist_query_count_does_not_grow_with_the_page(admin_client, db, url, params):
     def seed(n):
         for _ in range(n):
-            session = SessionFactory(completed=True, summary="Memorias registradas: x", is_auto_generated=True)
+            session = SessionFactory(completed=True, summary="Memories: x", is_auto_generated=True)
             ObservationFactory.create_batch(2, session=session, title="Note")
             ObservationRevisionFactory(observation__session=session, observation__title="Note")
 
@@ -540,3 +540,19 @@ def test_the_demo_answers_the_favicon_with_the_consoles_icon(client):
     from django.contrib.staticfiles import finders
 
     assert finders.find("ilab_memory/icon.svg")  # served from the app's static files
+
+
+def test_the_admin_index_links_the_consoles_overview_for_those_who_may_view_it(client, django_user_model, db):
+    from django.contrib import admin
+
+    overview = reverse("admin:ilab_memory_overview")
+    assert admin.site.index_template == "admin/ilab_memory/index.html"
+    viewer = staff_client(client, django_user_model, "view_session", "view_observation")
+    index = viewer.get(reverse("admin:index")).content.decode()
+    assert f'href="{overview}"' in index and "Memory overview" in index
+    assert "app-ilab_memory" in index  # the app list is still there
+
+
+def test_the_admin_index_has_no_overview_link_for_staff_who_may_not_view_it(client, django_user_model, db):
+    index = staff_client(client, django_user_model).get(reverse("admin:index")).content.decode()
+    assert reverse("admin:ilab_memory_overview") not in index

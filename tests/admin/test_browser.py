@@ -199,7 +199,7 @@ def test_changelists_and_console_pages_fit_without_a_sideways_scroll(request, vi
 def test_operator_finds_auto_closed_sessions_and_opens_one(laptop):
     page = laptop
     page.goto(SESSIONS)
-    assert page.locator("#result_list tbody tr").count() == 7  # every demo session
+    assert page.locator("#result_list tbody tr").count() == 8  # every demo session, the agent's too
     page.locator("#changelist-filter").get_by_role("link", name="Auto-generated").click()
     page.wait_for_url("**summary_kind=auto**")
 
@@ -211,13 +211,13 @@ def test_operator_finds_auto_closed_sessions_and_opens_one(laptop):
     assert sorted(rows.locator(".field-user a").all_inner_texts()) == ["alice", "bob"]
     # Long text is cut to one line; the whole of it is on hover.
     clip = rows.locator(".field-summary_preview .ilab-clip").first
-    assert clip.get_attribute("title").startswith("Memorias registradas:")
+    assert clip.get_attribute("title").startswith("Memories:")
     shot(page, "admin-sessions-auto")
 
     rows.filter(has_text="alice").locator("th a").click()
     page.wait_for_selector("#session_form")
     body = page.locator("#content").inner_text()
-    assert "Memorias registradas: [learning] Reads release notes on Fridays, [config] Editor uses 4-space indents" in body
+    assert "Memories: [learning] Reads release notes on Fridays, [config] Editor uses 4-space indents" in body
     assert page.locator("#session_form .ilab-badge--auto").count() == 1
     # A synthetic summary is read-only, and nothing else on the page is editable.
     assert page.locator("textarea[name=summary]").count() == 0

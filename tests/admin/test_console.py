@@ -52,7 +52,7 @@ def entries(model, flag=None):
 def test_overview_counts_sessions_per_day_by_kind_types_users_expired_and_backlog(admin_client, db):
     now = timezone.now()
     then = now - timedelta(hours=30)  # one day for all three, and idle for longer than the timeout
-    SessionFactory(user_id="ann", completed=True, started_at=then, summary="Memorias registradas: x",
+    SessionFactory(user_id="ann", completed=True, started_at=then, summary="Memories: x",
                    is_auto_generated=True)
     human = SessionFactory(user_id="ann", completed=True, started_at=then, summary="We talked")
     SessionFactory(user_id="old", completed=True, started_at=now - timedelta(days=90), summary="too old")
@@ -331,7 +331,7 @@ def grow(total: int) -> None:
             auto = n % 20 == 0
             sessions.append(Session(
                 user_id=f"user{(n // 10) % 10}", status=SessionStatus.COMPLETED, started_at=at, last_activity_at=at,
-                ended_at=at, summary="Memorias registradas: x" if auto else "Talked", is_auto_generated=auto,
+                ended_at=at, summary="Memories: x" if auto else "Talked", is_auto_generated=auto,
             ))
         observations.append(Observation(
             id=uuid.uuid4(), user_id=sessions[-1].user_id, session=sessions[-1], type=("decision", "pattern")[n % 2],
@@ -385,7 +385,7 @@ LOCALE = Path(__file__).resolve().parents[2] / "ilab_memory" / "locale" / "es" /
 
 
 @override_settings(LANGUAGE_CODE="es", ILAB_MEMORY=WORDS_ONLY)
-def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_client, db, clock):
+def test_console_and_synthetic_summaries_speak_spanish_and_a_prefix_setting_wins(admin_client, db, clock):
     observation_save(user_id="ana", title="Usa tabuladores", content="Prefiere tabuladores.")
     clock.shift(timedelta(hours=25))
     response = admin_client.post(reverse("admin:ilab_memory_session_close_idle"), follow=True)
@@ -396,11 +396,11 @@ def test_console_speaks_spanish_and_the_summary_prefix_stays_the_setting(admin_c
     assert "Sesiones iniciadas por día" in overview and "Cuentas de servicio" in overview
     form = admin_client.get(observation_url(Observation.objects.get())).content.decode()
     assert "Una corrección" in form and "Clave de tema" in form
-    with override_settings(ILAB_MEMORY={**WORDS_ONLY, "AUTO_SUMMARY_PREFIX": "Memories:"}):
+    with override_settings(ILAB_MEMORY={**WORDS_ONLY, "AUTO_SUMMARY_PREFIX": "Notas:"}):
         observation_save(user_id="ana", title="Otra", content="x")
         clock.shift(timedelta(hours=25))
         admin_client.post(reverse("admin:ilab_memory_session_close_idle"))
-    assert Session.objects.filter(summary__startswith="Memories: [manual] Otra").count() == 1
+    assert Session.objects.filter(summary__startswith="Notas: [manual] Otra").count() == 1
 
 
 def test_the_demo_site_follows_the_browsers_language(admin_client, db):

@@ -186,3 +186,13 @@ def test_a_missing_required_field_is_named_before_any_value_is_looked_at(as_alic
     assert response.status_code == 400
     assert response.json()["code"] == "invalid"
     assert response.json()["errors"] == {"content": ["This field is required."]}
+
+
+def test_unknown_fields_named_detail_and_code_still_get_the_error_shape(as_alice):
+    """Found by the schema's fuzzing: a body whose unknown fields are called "detail" and "code"."""
+    response = as_alice.post("/api/memory/sessions/summary/", {"summary": "s", "detail": {}, "code": 1},
+                             format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert isinstance(body["detail"], str) and body["code"] == "invalid"
+    assert set(body["errors"]) == {"detail", "code"}

@@ -127,3 +127,22 @@ def test_options_on_the_other_writes_lists_what_they_accept(as_alice, path, writ
 def test_a_bad_status_filter_is_a_400_naming_it_as_the_facade_does(as_alice, status):
     response = as_alice.get(API + f"sessions/?status={status}")
     assert "status" in assert_json_error(response, 400, "invalid")["errors"]
+
+
+def test_bearer_is_accepted_as_well_as_token_and_a_bare_request_is_told_token(db):
+    """What most HTTP clients send (``Authorization: Bearer``) reaches the account as DRF's
+    ``Token`` does; the demo's settings list ``BearerTokenAuthentication`` after ``Token``."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    key = Token.objects.create(user=User.objects.create_user("bearer")).key
+    for keyword in ("Token", "Bearer", "bearer"):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"{keyword} {key}")
+        assert client.get("/api/memory/stats/").status_code == 200, keyword
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer not-a-token")
+    assert client.get("/api/memory/stats/").status_code == 401
+    bare = APIClient().get("/api/memory/stats/")
+    assert bare.status_code == 401 and bare["WWW-Authenticate"] == "Token"

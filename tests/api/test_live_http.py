@@ -130,3 +130,23 @@ def test_a_full_session_lifecycle_over_real_http(live_site):
 
     status, bad = request(base, token, "POST", "observations/", {"title": "x" * 301, "content": "c"})
     assert status == 400 and bad["code"] == "max_length" and bad["limit"] == 300
+
+
+def test_prometheus_scrapes_the_demo_site_over_real_http(live_site):
+    """What a Prometheus server reads: the demo site's metrics/, in its text format, after a save
+    and a search through the API (the search embedded the saved memory: the suite's settings
+    start no runner)."""
+    base, token = live_site
+    assert request(base, token, "POST", "observations/", {"title": "Likes tea", "content": "Green."})[0] == 201
+    assert request(base, token, "GET", "observations/search/?q=tea")[0] == 200
+    with urllib.request.urlopen(base + "metrics/", timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=")
+        text = response.read().decode()
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert samples['ilab_memory_operation_seconds_count{face="api",operation="save"}'] == "1.0"
+    assert samples['ilab_memory_operation_seconds_count{face="api",operation="search"}'] == "1.0"
+    assert samples["ilab_memory_vectors_stored_total"] == "1.0"
+    assert samples["ilab_memory_embedding_backlog"] == "0.0"
+    assert samples["ilab_memory_embedding_backlog_oldest_seconds"] == "0.0"
+    assert samples["ilab_memory_sweep_sessions_closed_total"] == "0.0"
+    assert "tea" not in text.lower() and "live-user" not in text

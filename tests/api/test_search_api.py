@@ -53,3 +53,12 @@ def test_search_rejects_bad_parameters_with_400(as_alice, params, code):
 def test_search_never_returns_another_users_rows(as_alice, as_bob):
     save(as_bob, "bob's secret plan", "zanzibar")
     assert as_alice.get(API + "observations/search/?q=zanzibar").json() == []
+
+
+@pytest.mark.parametrize(("q", "code"), [("   ", "blank"), ("x" * 501, "max_length")])
+def test_a_bad_query_is_named_q_as_the_caller_spelled_it(as_alice, q, code):
+    response = as_alice.get(API + "observations/search/", {"q": q})
+    assert response.status_code == 400
+    body = response.json()
+    assert list(body["errors"]) == ["q"] and body["code"] == code
+    assert body["detail"].startswith("q: ") and "query" not in body["detail"]

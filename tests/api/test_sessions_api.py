@@ -34,7 +34,7 @@ def test_start_after_timeout_auto_closes_and_returns_the_old_session_as_context(
     context = response.json()["sessions_context"]
     assert [c["session_id"] for c in context] == [old]
     assert context[0]["is_auto_generated"] is True
-    assert context[0]["summary"] == "Memorias registradas: [decision] Use Postgres"
+    assert context[0]["summary"] == "Memories: [decision] Use Postgres"
     assert response.json()["memories"][0]["score"]["kind"] == "context"
 
 
@@ -87,7 +87,7 @@ def test_end_closes_with_the_given_summary(as_alice):
 def test_end_without_summary_writes_the_synthetic_one(as_alice):
     start(as_alice)
     body = as_alice.post(API + "sessions/end/", {}, format="json").json()
-    assert body["summary"] == "Memorias registradas: (ninguna)"
+    assert body["summary"] == "Memories: (none)"
     assert body["is_auto_generated"] is True
 
 

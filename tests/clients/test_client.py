@@ -164,7 +164,80 @@ def test_a_path_that_is_not_the_api_is_an_api_error(site, accounts, live_db):
     assert (raised.value.status, raised.value.code) == (200, "not_json")
 
 
+def test_a_base_url_at_the_sites_root_says_it_must_be_the_apis_mount_and_names_the_url(site, accounts, live_db):
+    client = MemoryClient(site, accounts["agent"].token)  # the site, not where it mounts the API
+    with pytest.raises(ApiError) as raised:
+        client.mem_stats("alice")
+    message = str(raised.value)
+    assert raised.value.status == 404
+    assert f"No memory API at {site}/stats/?user_id=alice." in message
+    assert "base_url must be the API's mount" in message and "/api/memory/" in message
+    assert f"it is {site}/." in message
+
+
 # -- accounts: whose memory -------------------------------------------------------------------
+
+
+def test_whoami_tells_a_token_its_user_id_scope_and_grant(client_for, alice, agent):
+    from ilab_memory.client import Identity
+
+    assert client_for(alice).whoami() == Identity(user_id=alice.user_id, scope=None, may_act_for_any_user=False)
+    assert client_for(agent).whoami() == Identity(user_id=agent.user_id, scope=None, may_act_for_any_user=True)
+
+
+def test_a_plain_account_works_without_knowing_its_user_id(client_for, alice):
+    memory = client_for(alice)
+    started = memory.mem_session_start()
+    saved = memory.mem_save(title="Tea", content="Green, no sugar.", type="preference")
+    assert saved.observation.user_id == alice.user_id
+    assert [hit.title for hit in memory.mem_search(query="tea")] == ["Tea"]
+    assert [m.title for m in memory.mem_context()] == ["Tea"]
+    assert memory.mem_get_observation(observation_id=saved.observation.id).title == "Tea"
+    memory.mem_update(observation_id=saved.observation.id, content="Black now.")
+    assert len(memory.mem_revisions(observation_id=saved.observation.id)) == 1
+    assert memory.mem_timeline(observation_id=saved.observation.id).anchor.id == saved.observation.id
+    assert memory.mem_stats().observations == 1
+    assert memory.mem_session_summary(summary="Tea talk.").summary == "Tea talk."
+    assert memory.mem_get_session(session_id=started.session_id).id == started.session_id
+    assert memory.mem_session_end().status == "completed"
+    assert [s.id for s in memory.mem_list_sessions()] == [started.session_id]
+    assert len(memory.mem_list_observations()) == 1
+    document = memory.mem_export()
+    assert document["user_id"] == alice.user_id
+    assert memory.mem_import(data=document)["observations_skipped"] == 1
+    memory.mem_delete(observation_id=saved.observation.id)
+    assert memory.mem_forget_user()["sessions"] == 1  # confirmed with the id whoami() tells
+
+
+def test_a_left_out_argument_is_the_validation_error_naming_it(client_for, alice):
+    with pytest.raises(ValidationError) as raised:
+        client_for(alice).mem_save(title="Tea")
+    assert raised.value.field == "content"
+
+
+def test_an_account_that_may_act_for_anyone_must_name_the_user_as_with_the_facade(client_for, agent):
+    memory = client_for(agent)
+    with pytest.raises(ValidationError) as raised:
+        memory.mem_save(title="Tea", content="Green.")
+    assert (raised.value.field, raised.value.code) == ("user_id", "required")
+    assert memory.mem_stats(agent.user_id).observations == 0  # nothing reached its own memory
+
+
+def test_a_plain_account_naming_another_user_is_told_whose_token_it_is(client_for, alice):
+    with pytest.raises(AccessDenied) as raised:
+        client_for(alice).mem_context("alice")  # the username, not the user id
+    assert raised.value.code == "act_for_any_user_required"
+    assert raised.value.detail == (f"This token belongs to user {alice.user_id}; omit user_id or use an account "
+                                   "allowed to act for any user.")
+
+
+def test_a_backend_may_name_its_user_once_for_every_call(client_for, agent):
+    memory = client_for(agent, user_id="dana")
+    memory.mem_save(title="Tea", content="Green.")
+    assert memory.mem_stats().user_id == "dana"
+    assert client_for(agent).mem_stats("dana").observations == 1
+    assert memory.mem_stats("erin").user_id == "erin"  # a call's own user_id wins
+
 
 
 def test_a_plain_account_reaches_its_own_memory_and_no_one_elses(client_for, alice, bob, remote):

@@ -206,7 +206,7 @@ def test_start_tells_the_agent_whether_to_greet_and_marks_human_and_auto_summari
     lines = text.splitlines()
     assert lines[0].startswith("NEW session") and "greet the user" in lines[0]
     assert lines[3].startswith("- [Human] ") and lines[3].endswith("0 memories: Talked about the roadmap.")
-    assert lines[4].startswith("- [Auto] ") and lines[4].endswith("1 memory: Memorias registradas: [bugfix] Fix login loop")
+    assert lines[4].startswith("- [Auto] ") and lines[4].endswith("1 memory: Memories: [bugfix] Fix login loop")
     assert "1. [bugfix] Fix login loop — score " in text
     assert as_alice.call("mem_session_start").content[0].text.startswith("CONTINUING session")
 

@@ -44,11 +44,12 @@ def world(as_alice, as_bob):
     return rows
 
 
-def test_naming_another_user_without_the_permission_is_refused_and_changes_nothing(world, as_bob, alice):
+def test_naming_another_user_without_the_permission_is_refused_and_changes_nothing(world, as_bob, alice, bob):
     for tool, arguments in CALLS:
         before = snapshot()
         body = as_bob.error(tool, **fill(arguments, world["alice"]), user_id=alice.user_id)
-        assert body == {"detail": "Only accounts allowed to act for any user may name another user_id.",
+        assert body == {"detail": f"This token belongs to user {bob.user_id}; omit user_id or use an account "
+                                  "allowed to act for any user.",
                         "code": "act_for_any_user_required"}, tool
         assert snapshot() == before, tool
 

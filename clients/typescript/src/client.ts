@@ -15,6 +15,8 @@ export type ObservationRevision = Schemas["ObservationRevisionRecord"];
 export type SaveResult = Schemas["SaveResult"];
 export type Timeline = Schemas["Timeline"];
 export type MemoryStats = Schemas["MemoryStats"];
+/** Who a token is (`whoami`): its `user_id`, its account's bound `scope` (null: any), `may_act_for_any_user`. */
+export type Identity = Schemas["Identity"];
 /** The versioned document `export` answers (`format`, `version`, `sessions`, …). */
 export type ExportDocument = Schemas["ExportDocument"];
 /** What `import` takes: an export document of any version it reads (older ones lack some fields). */
@@ -220,6 +222,11 @@ export class MemoryClient {
 
   // ------------------------------------------------------------------------- counts, data
 
+  /** Who the token is: the user id its calls act for when they name none, the scope its account is bound to (null: any), and whether it may name another user. */
+  async whoami(call: CallOptions = {}): Promise<Identity> {
+    return answer(await this.http.GET("/api/memory/me/", { signal: call.signal }));
+  }
+
   /** Counts of sessions and memories in what the scope reads. */
   async stats(options: StatsOptions = {}, call: CallOptions = {}): Promise<MemoryStats> {
     const params = { query: this.query(options) };
@@ -313,8 +320,6 @@ function nextCursor(next: string | null | undefined): string | undefined {
  * in a 3-byte script (each character sent as 9 bytes).
  */
 export const MAX_URL_BYTES = 4000;
-const FIELD_OF_PARAMETER: Record<string, string> = { q: "query" };
-
 /** `request` as it is, or a 400 {@link MemoryApiError} when its URL is too long to send. */
 function checkUrlLength(request: Request): Request {
   const url = new URL(request.url);
@@ -322,7 +327,8 @@ function checkUrlLength(request: Request): Request {
   if (size <= MAX_URL_BYTES) return request;
   const longest = url.search.slice(1).split("&").reduce((a, b) => (b.length > a.length ? b : a));
   const name = decodeURIComponent(longest.split("=")[0]!);
-  const field = FIELD_OF_PARAMETER[name] ?? name;
+  // Named as sent: the API's parameter, which is also this client's (`search(q)`), as the API names it.
+  const field = name;
   const message = `makes the request's URL ${size} bytes long (encoded); the limit is ${MAX_URL_BYTES} bytes.`;
   throw new MemoryApiError(400, {
     detail: `${field}: ${message}`,

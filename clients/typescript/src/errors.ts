@@ -43,11 +43,21 @@ export class MemoryApiError extends Error {
   /** The error for a `fetch` response that was not a success, with its body already read. */
   static fromResponse(response: Response, body: unknown): MemoryApiError {
     const retryAfter = Number.parseInt(response.headers.get("Retry-After") ?? "", 10);
+    // Every 404 of the API is its JSON with a code: another one is the site's, for a baseUrl
+    // that is not where the API is mounted.
+    const statusText = response.status === 404 && !isErrorBody(body) ? notTheApi(response.url) : response.statusText;
     return new MemoryApiError(response.status, body, {
-      statusText: response.statusText,
+      statusText,
       retryAfter: Number.isNaN(retryAfter) ? undefined : retryAfter,
     });
   }
+}
+
+function notTheApi(url: string): string {
+  return (
+    `No memory API at ${url || "this URL"}. baseUrl must be the API's mount, where the site includes ` +
+    "ilab_memory.api.urls (http://127.0.0.1:8000/api/memory/ on the demo site)."
+  );
 }
 
 function isErrorBody(body: unknown): body is ErrorBody {

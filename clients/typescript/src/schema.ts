@@ -84,6 +84,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/memory/me/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the caller is: its user id, its scope and whether it may act for any user
+         * @description The caller's user id, its bound scope and whether it may act for any user.
+         */
+        get: operations["me_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/memory/observations/": {
         parameters: {
             query?: never;
@@ -440,6 +460,14 @@ export interface components {
             confirm: string;
             /** @description Erase only this scope's sessions, observations, revisions and index entries: a slug of lowercase letters, digits, '_', '-' and '.', starting with a letter or digit, at most 64 characters (one of the SCOPES setting when the site lists them); "" is the shared space. '*', null or absent: every row of the user. An account bound to a scope (the site's ADAPTER decides) acts in that scope when the request names none; naming any other is a 403 (code scope_bound). */
             scope?: (string) | null;
+        };
+        Identity: {
+            /** @description The user id this token reads and writes when a call names none. */
+            user_id: string;
+            /** @description The scope the account is bound to (it acts there only), or null: it may name any scope. */
+            scope: string | null;
+            /** @description Whether the account may name another user_id (`ilab_memory.act_for_any_user`). */
+            may_act_for_any_user: boolean;
         };
         /**
          * @description An export document as ``POST import/`` reads it: version 1 has no ``scope``; versions 1
@@ -1114,6 +1142,43 @@ export interface operations {
             };
             /** @description Body is not JSON. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Throttled. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    me_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
+                };
+            };
+            /** @description Not authenticated. */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

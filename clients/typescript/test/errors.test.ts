@@ -45,7 +45,7 @@ test("a 400 names the field, the limit and the size, and writes nothing", async 
 test("a 400 for a query: a blank search and an out-of-range limit", async () => {
   const blank = await refusal(memory.search("   "));
   assert.equal(blank.status, 400);
-  assert.ok("query" in blank.fieldErrors, JSON.stringify(blank.body));
+  assert.deepEqual(Object.keys(blank.fieldErrors), ["q"]); // as search(q) and the API spell it
 
   const limit = await refusal(memory.context({ limit: 101 }));
   assert.equal(limit.status, 400);
@@ -53,7 +53,7 @@ test("a 400 for a query: a blank search and an out-of-range limit", async () => 
   assert.ok("limit" in limit.fieldErrors);
 });
 
-test("a query too long for a URL is refused before it is sent, naming the query", async () => {
+test("a query too long for a URL is refused before it is sent, naming q", async () => {
   let sent = 0;
   const counting = new MemoryClient({
     baseUrl: site.apiUrl,
@@ -67,14 +67,14 @@ test("a query too long for a URL is refused before it is sent, naming the query"
   const long = await refusal(counting.search("ask ".repeat(MAX_URL_BYTES / 4)));
   assert.equal(long.status, 400);
   assert.equal(long.code, "max_length");
-  assert.deepEqual(Object.keys(long.fieldErrors), ["query"]);
+  assert.deepEqual(Object.keys(long.fieldErrors), ["q"]);
   assert.equal(long.limit, MAX_URL_BYTES);
   assert.ok(long.size! > MAX_URL_BYTES);
   assert.equal(sent, 0);
-  // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names the query too.
+  // One the API's own limit refuses (MAX_QUERY_CHARS, 500) is sent, and the API names q too.
   const api = await refusal(counting.search("ask ".repeat(200)));
   assert.equal(api.code, "max_length");
-  assert.deepEqual(Object.keys(api.fieldErrors), ["query"]);
+  assert.deepEqual(Object.keys(api.fieldErrors), ["q"]);
   assert.equal(api.limit, 500);
   assert.equal(sent, 1);
 });
@@ -113,11 +113,24 @@ test("a 403 scope_bound for a bound account naming another scope; unnamed, it ac
   assert.equal(saved.observation.scope, "support");
 });
 
-test("a 403 for a plain account naming another user_id", async () => {
+test("a 403 for a plain account naming another user_id says whose token it is", async () => {
   const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token, userId: USER });
   const error = await refusal(agent.context());
   assert.equal(error.status, 403);
   assert.equal(error.code, "act_for_any_user_required");
+  assert.equal(
+    error.message,
+    `This token belongs to user ${site.agent.user_id}; omit user_id or use an account allowed to act for any user.`,
+  );
+});
+
+test("whoami tells a token its user id, its scope and whether it may act for any user", async () => {
+  const plain = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token });
+  assert.deepEqual(await plain.whoami(), { user_id: site.agent.user_id, scope: null, may_act_for_any_user: false });
+  const backend = new MemoryClient({ baseUrl: site.apiUrl, token: site.backend.token });
+  assert.equal((await backend.whoami()).may_act_for_any_user, true);
+  const bot = new MemoryClient({ baseUrl: site.apiUrl, token: site.supportBot.token });
+  assert.equal((await bot.whoami()).scope, "support");
 });
 
 test("a 404 for an unknown id, another user's id, and no active session", async () => {
@@ -147,7 +160,7 @@ test("a 404 for an unknown id, another user's id, and no active session", async 
 test("another user's memory is in none of a plain account's reads", async () => {
   const saved = (await memory.save({ title: "Private plan", content: "Only ts-errors reads this plan." })).observation;
   const agent = new MemoryClient({ baseUrl: site.apiUrl, token: site.agent.token });
-  await agent.save({ title: "Own note", content: "The agent account's own plan." });
+  const own = (await agent.save({ title: "Own note", content: "The agent account's own plan." })).observation;
   const ids = new Set<string>();
   for await (const row of agent.observations({ scope: "*" })) ids.add(row.id);
   for (const row of await agent.search("plan", { scope: "*" })) ids.add(row.id);
@@ -157,7 +170,18 @@ test("another user's memory is in none of a plain account's reads", async () => 
   assert.ok(ids.size > 0, "the agent's own memory is read");
   assert.ok(!ids.has(saved.id), "another user's memory reached a plain account");
   assert.ok(document.user_id !== USER);
-  await agent.forget({ confirm: document.user_id }); // the README's example starts this account empty
+  // Only this test's note goes: the README's example runs on the demo's own memories of this account.
+  await agent.delete(own.id, { hard: true });
+});
+
+test("a baseUrl at the site's root says it must be the API's mount and names the URL tried", async () => {
+  const lost = new MemoryClient({ baseUrl: site.url, token: site.agent.token });
+  const error = await refusal(lost.stats());
+  assert.equal(error.status, 404);
+  assert.equal(error.code, "http_404");
+  assert.ok(error.message.startsWith(`No memory API at ${site.url}/stats/.`), error.message);
+  assert.match(error.message, /baseUrl must be the API's mount/);
+  assert.match(error.message, /\/api\/memory\//);
 });
 
 test("an answer that is not the API's JSON keeps its status, with a code made of it", () => {

@@ -35,8 +35,8 @@ test("the example runs against the demo site with a plain account's token", asyn
   // The README's "it prints:" block, but for the session's id (a new one each run).
   const readme = readFileSync(`${PACKAGE_DIR}README.md`, "utf8");
   const said = readme.match(/it prints:\n\n```text\n([\s\S]*?)```\n/)![1]!.trim().split("\n");
-  assert.match(said[0]!, /^session 0f1e…: 0 memories in context$/);
-  assert.match(printed[0]!, /^session [0-9a-f-]{36}: 0 memories in context$/);
+  assert.match(said[0]!, /^session 0f1e…: 3 memories in context$/);
+  assert.match(printed[0]!, /^session [0-9a-f-]{36}: 3 memories in context$/);
   assert.deepEqual(printed.slice(1), said.slice(1));
-  assert.equal(said.length, 5);
+  assert.equal(said.length, 9);
 });

@@ -1,4 +1,6 @@
-"""Idempotent demo data: a few users with open and closed sessions, auto and human summaries.
+"""Idempotent demo data: a few users with open and closed sessions, auto and human summaries,
+and memories of the plain ``agent`` account itself, so the docs' first calls with its token
+(context, search, sessions) find something.
 
 Part of the demo site, not of the ilab_memory wheel: it creates an operator/operator superuser,
 which has no place on a production site, and two accounts for agents, without passwords (they
@@ -66,6 +68,21 @@ def _bob():
                      content="The CI build cache is kept under /tmp and is wiped on reboot.")
 
 
+def _agent(user_id: str):
+    """The plain ``agent`` account's own memory (its user_id is its primary key): one past
+    session with a human summary, and no open one, so its first start opens a new session."""
+    past = session_start(user_id=user_id).session_id
+    observation_save(user_id=user_id, type="decision", title="Deploy with gunicorn behind nginx",
+                     content="Two gunicorn workers behind nginx, which also serves the static files.",
+                     topic_key="deploy stack")
+    observation_save(user_id=user_id, type="config", title="PostgreSQL 16 on the database host",
+                     content="Production runs PostgreSQL 16; pg_dump takes a backup every night.")
+    observation_save(user_id=user_id, type="preference", title="Answers in short paragraphs",
+                     content="The team wants answers of three sentences at most.")
+    session_end(user_id=user_id, summary="Wrote down the deploy stack and how the team likes its answers.")
+    _shift_back(past, timedelta(days=2))
+
+
 def _carol():
     summarized = session_start(user_id="carol").session_id
     observation_save(user_id="carol", type="pattern", title="Retries use exponential backoff",
@@ -94,7 +111,12 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Loaded demo memories for {', '.join(DEMO_USERS)}."))
         if not options["no_operator"] and apps.is_installed("django.contrib.auth"):
             self._ensure_operator(options["operator_username"], options["operator_password"])
-            self._ensure_agent_accounts()
+            agent_id = self._ensure_agent_accounts()
+            # Checked on its own: a demo database loaded before the agent had memories gets them.
+            if not Session.objects.filter(user_id=agent_id).exists():
+                with transaction.atomic():
+                    _agent(agent_id)
+                self.stdout.write(self.style.SUCCESS(f"Loaded demo memories for {AGENT!r} (user_id {agent_id})."))
 
     def _ensure_operator(self, username: str, password: str) -> None:
         from django.contrib.auth import get_user_model
@@ -106,7 +128,8 @@ class Command(BaseCommand):
         User.objects.create_superuser(**{User.USERNAME_FIELD: username}, email="", password=password)
         self.stdout.write(self.style.SUCCESS(f"Created operator login {username!r} / {password!r}."))
 
-    def _ensure_agent_accounts(self) -> None:
+    def _ensure_agent_accounts(self) -> str:
+        """Make the two agent accounts; returns the plain ``agent``'s user_id (its primary key)."""
         from django.contrib.auth import get_user_model
         from django.contrib.auth.models import Permission
 
@@ -121,3 +144,4 @@ class Command(BaseCommand):
                     Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory")
                 )
         self.stdout.write(f"Agent accounts: {AGENT!r} (its own memory), {SERVICE_ACCOUNT!r} (may act for any user_id).")
+        return str(User.objects.get(**{User.USERNAME_FIELD: AGENT}).pk)
