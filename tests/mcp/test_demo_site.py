@@ -92,5 +92,6 @@ def the_pages_configurations_connect(base: str, env: dict[str, str], tmp_path: P
     with mcp_client(base + "/mcp/coding/", headers=headers) as coder, mcp_client(base + "/mcp/", headers=headers) as shared:
         assert coder.ok("mem_session_start")["session_id"] != shared.ok("mem_session_start")["session_id"]
         coder.ok("mem_save", title="Branch refund-fix", content="The coding agent works on branch refund-fix.")
-        assert [r["title"] for r in coder.ok("mem_search", query="refund-fix")["results"]] == ["Branch refund-fix"]
-        assert shared.ok("mem_search", query="refund-fix")["results"] == []
+        assert [r["title"] for r in coder.ok("mem_search", query="refund-fix")["results"]][:1] == ["Branch refund-fix"]
+        # The shared space's endpoint never sees it (a weak neighbour by meaning of its own may come back).
+        assert "Branch refund-fix" not in [r["title"] for r in shared.ok("mem_search", query="refund-fix")["results"]]
