@@ -351,7 +351,7 @@ def test_an_account_bound_to_another_scope_is_refused_at_a_scoped_endpoint(scope
             assert mcp.ok("mem_save", title="Agreed", content="c")["observation"]["scope"] == "coding"
 
 
-@pytest.mark.parametrize("setting", [{"ADAPTER": "tests.test_adapter.GroupAdapter"},
+@pytest.mark.parametrize("setting", [{"ADAPTER": "tests.api.test_adapter_api.GroupAdapter"},
                                      {"SCOPE_RESOLVER": "tests.api.test_scopes_api.scope_from_group"}],
                          ids=["adapter", "deprecated-resolver"])
 def test_the_sites_adapter_binds_an_account(mcp_url, alice, bob, setting):

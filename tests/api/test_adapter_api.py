@@ -1,40 +1,19 @@
 """The site's adapter (ilab_memory/adapter.py): one class a site subclasses, named by
 ``ILAB_MEMORY["ADAPTER"]``, deciding who a request is, its account's scope and who may act for
 any user, for the API and MCP over HTTP alike; the settings it replaced still work, each with
-the warning W014 naming the method that replaces it."""
+the warning W014 naming the method that replaces it. Beside the API's tests: it uses their
+accounts (tests/api/conftest.py)."""
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group
 from django.test import override_settings
 
 from ilab_memory.adapter import DefaultMemoryAdapter, get_adapter, user_id_is_primary_key
 from ilab_memory.checks import check_adapter
 from ilab_memory.models import Observation
-from tests.api.conftest import API, client_for, uid
+from tests.api.conftest import API, uid
 
 SUPPORT = "support"
-
-
-@pytest.fixture
-def alice(db):
-    return User.objects.create_user("alice")
-
-
-@pytest.fixture
-def agent(db):
-    user = User.objects.create_user("agent-backend")
-    user.user_permissions.add(Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory"))
-    return User.objects.get(pk=user.pk)  # fresh instance: no stale permission cache
-
-
-@pytest.fixture
-def as_alice(alice):
-    return client_for(alice)
-
-
-@pytest.fixture
-def as_agent(agent):
-    return client_for(agent)
 
 
 class GroupAdapter(DefaultMemoryAdapter):
@@ -52,7 +31,7 @@ class GroupAdapter(DefaultMemoryAdapter):
         return user.groups.filter(name="operators").exists()
 
 
-ADAPTER = {"ADAPTER": "tests.test_adapter.GroupAdapter"}
+ADAPTER = {"ADAPTER": "tests.api.test_adapter_api.GroupAdapter"}
 
 
 def test_the_default_adapter_is_the_users_primary_key_unbound_and_the_permission(rf, alice, agent):
