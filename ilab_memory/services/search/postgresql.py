@@ -20,12 +20,15 @@ from .query import SEPARATOR_CLASS, ParsedQuery, any_terms
 # on a site that writes all day, for little cost to saves. With btree_gin (migration 0014) the
 # index leads with user_id, so a word's entries are read for the searching user only.
 PG_PENDING_LIST_KB = 128
+PG_EXTENSION = "btree_gin"
+PG_INDEX = "ilab_mem_obs_user_search"  # (user_id, search_vector), with the extension
+PG_INDEX_WITHOUT_EXTENSION = "ilab_mem_obs_search"  # (search_vector)
 _GIN = f"USING gin (%s) WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"
 PG_CREATE_INDEX = f"""DO $$ BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin') THEN
-        CREATE INDEX IF NOT EXISTS ilab_mem_obs_user_search ON {OBSERVATION_TABLE} {_GIN % "user_id, search_vector"};
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = '{PG_EXTENSION}') THEN
+        CREATE INDEX IF NOT EXISTS {PG_INDEX} ON {OBSERVATION_TABLE} {_GIN % "user_id, search_vector"};
     ELSE
-        CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} {_GIN % "search_vector"};
+        CREATE INDEX IF NOT EXISTS {PG_INDEX_WITHOUT_EXTENSION} ON {OBSERVATION_TABLE} {_GIN % "search_vector"};
     END IF;
 END $$"""
 PG_CREATE = (
