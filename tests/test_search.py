@@ -178,6 +178,30 @@ def test_bad_limit_is_a_validation_error(mem, limit):
     assert error.value.field == "limit"
 
 
+def test_min_score_leaves_out_the_results_scoring_below_it(mem, clock):
+    save(mem, "u", "Kafka consumer lag", "kafka consumer lag alert at 10k messages")
+    save(mem, "u", "Kafka retention", "kafka topics keep seven days")
+    everything = mem.mem_search("u", "kafka consumer lag")
+    scores = [r.score.value for r in everything]
+    assert len(scores) == 2 and scores[0] > scores[1]
+    cut = (scores[0] + scores[1]) / 2
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=cut)) == ["Kafka consumer lag"]
+    assert mem.mem_search("u", "kafka consumer lag", min_score=scores[0] + 0.01) == []
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=0)) == titles(everything)
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=scores[1] - 1e-6)) == titles(everything)
+
+
+@pytest.mark.parametrize(("min_score", "code"), [(-0.01, "min_value"), ("0.5", "invalid_type"), (True, "invalid_type"),
+                                                 (float("nan"), "invalid_type"), (float("inf"), "invalid_type")])
+def test_bad_min_score_is_a_validation_error_naming_it_and_its_limit(mem, min_score, code):
+    with pytest.raises(ValidationError) as error:
+        mem.mem_search("u", "x", min_score=min_score)
+    assert (error.value.field, error.value.code) == ("min_score", code)
+    assert "at least 0" in str(error.value)
+    if code == "min_value":
+        assert error.value.limit == 0
+
+
 def test_bad_type_is_a_validation_error(mem):
     with pytest.raises(ValidationError) as error:
         mem.mem_search("u", "x", type="Not A Slug")
