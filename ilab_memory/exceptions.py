@@ -58,7 +58,7 @@ class Conflict(IlabMemoryError):
     """Concurrent writers of the same rows won every retry of this write; nothing was written.
     Rare (the write is retried first); the caller may try again."""
 
-    code = "conflict"
+    code = "write_conflict"
 
 
 class NoActiveSession(IlabMemoryError, LookupError):

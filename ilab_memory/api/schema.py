@@ -30,13 +30,14 @@ _MEANINGS = {
     403: "Not allowed: another user_id without the permission, or a scope other than the account's own.",
     404: "Not found, or not yours.",
     405: "The id is the name of an action (`start`, `summary`, `end`), which takes POST only.",
+    409: "Concurrent writes to the same rows won every retry; nothing was written. Try again.",
     413: "Request body larger than the site allows.",
     415: "Body is not JSON.",
     429: "Throttled.",
 }
 
 READ_ERRORS = (400, 401, 403, 429)
-WRITE_ERRORS = (400, 401, 403, 413, 415, 429)
+WRITE_ERRORS = (400, 401, 403, 409, 413, 415, 429)
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:

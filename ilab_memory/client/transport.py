@@ -13,7 +13,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ..exceptions import NoActiveSession, ObservationNotFound, SessionNotFound, ValidationError
+from ..exceptions import Conflict, NoActiveSession, ObservationNotFound, SessionNotFound, ValidationError
 from .errors import AccessDenied, ApiError, NotAuthenticated, RateLimited, ServiceUnavailable
 
 NOT_FOUND = {error.code: error for error in (NoActiveSession, ObservationNotFound, SessionNotFound)}
@@ -136,6 +136,8 @@ def error_for(status: int, raw: bytes, headers, *, url: str = "", base_url: str 
         return ApiError(status, code, f"No memory API at {url}. base_url must be the API's mount, where the site "
                                       f"includes ilab_memory.api.urls (http://127.0.0.1:8000/api/memory/ on the "
                                       f"demo site); it is {base_url}.")
+    if status == 409 and code == Conflict.code:
+        return Conflict(detail)
     if status == 413:
         return ValidationError("body", detail, code=code)
     if status == 401:

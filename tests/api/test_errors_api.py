@@ -198,10 +198,14 @@ def test_unknown_fields_named_detail_and_code_still_get_the_error_shape(as_alice
     assert set(body["errors"]) == {"detail", "code"}
 
 
-def test_a_race_lost_on_every_retry_is_409_conflict():
-    """What the services raise when concurrent writers won every retry (services/transactions.py)."""
+def test_a_race_lost_on_every_retry_is_409_conflict_and_the_client_raises_conflict():
+    """What the services raise when concurrent writers won every retry (services/transactions.py),
+    and what the Python client makes of the answer."""
     from ilab_memory.api.errors import app_error_response
+    from ilab_memory.client.transport import error_for
     from ilab_memory.exceptions import Conflict
 
     response = app_error_response(Conflict("Concurrent writes won every retry; nothing was written."))
-    assert response.status_code == 409 and response.data["code"] == "conflict"
+    assert response.status_code == 409 and response.data["code"] == "write_conflict"
+    raised = error_for(409, json.dumps(response.data).encode(), {})
+    assert isinstance(raised, Conflict) and "nothing was written" in str(raised)

@@ -33,7 +33,7 @@ RUNS = max(1, int(os.environ.get("ILAB_MEMORY_CONCURRENCY_RUNS", "1")))
 WRITER = Path(__file__).with_name("api_writer.py")
 # What a refusal may be: a missing row (deleted or erased by another writer), a topic_key a
 # concurrent write took (400 topic_key_taken), a lost race the server could not settle (409).
-REFUSALS = {404: {"observation_not_found"}, 400: {"topic_key_taken"}, 409: {"conflict"}}
+REFUSALS = {404: {"observation_not_found"}, 400: {"topic_key_taken"}, 409: {"write_conflict"}}
 MAKE_ACCOUNT = (
     "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
     "u = User.objects.create_user('racer'); print(Token.objects.create(user=u).key, u.pk)"

@@ -1052,6 +1052,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body larger than the site allows. */
             413: {
                 headers: {
@@ -1124,6 +1133,15 @@ export interface operations {
             };
             /** @description Not allowed: another user_id without the permission, or a scope other than the account's own. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1329,6 +1347,15 @@ export interface operations {
             };
             /** @description Not allowed: another user_id without the permission, or a scope other than the account's own. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1560,6 +1587,15 @@ export interface operations {
             };
             /** @description Not found, or not yours. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2031,6 +2067,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body larger than the site allows. */
             413: {
                 headers: {
@@ -2118,6 +2163,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body larger than the site allows. */
             413: {
                 headers: {
@@ -2188,6 +2242,15 @@ export interface operations {
             };
             /** @description Not allowed: another user_id without the permission, or a scope other than the account's own. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Concurrent writes to the same rows won every retry; nothing was written. Try again. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
