@@ -15,11 +15,13 @@ class IlabMemoryConfig(AppConfig):
 
         setting_changed.connect(reload, dispatch_uid="ilab_memory_conf_reload")
 
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
-        from .services.search.index import repair_after_migrate
+        from .services.search.index import add_terms_table, repair_after_migrate
 
         post_migrate.connect(repair_after_migrate, sender=self, dispatch_uid="ilab_memory_search_repair")
+        connection_created.connect(add_terms_table, dispatch_uid="ilab_memory_search_terms")
 
         from .vectors import forget_pgvector_state
 

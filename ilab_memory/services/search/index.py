@@ -13,6 +13,7 @@ from ...models import OBSERVATION_TABLE
 from .postgresql import PG_CREATE, PG_REBUILD, pg_triggers_present
 from .sqlite import (
     SQLITE_CREATE_TABLE,
+    SQLITE_CREATE_TERMS,
     SQLITE_CREATE_TRIGGERS,
     SQLITE_REBUILD,
     SQLITE_TABLE,
@@ -56,3 +57,14 @@ def repair_after_migrate(*, using: str = "default", **kwargs) -> None:
         return  # not SQLite, or the search migration is not applied (yet, or any more)
     if not sqlite_triggers_present(connection):
         index_rebuild(using=using)
+
+
+def add_terms_table(*, connection, **kwargs) -> None:
+    """``connection_created`` receiver: give a new SQLite connection the index's terms table
+    (``sqlite.SQLITE_TERMS``), so no search has to ask whether it is there.
+
+    A table of the connection's temp schema: the database file gains no object. Created before
+    the index exists (a new database), it reads the index once a migration has made it.
+    """
+    if connection.vendor == "sqlite":
+        _execute(connection, (SQLITE_CREATE_TERMS,))

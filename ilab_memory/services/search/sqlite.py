@@ -10,15 +10,16 @@ query never reaches FTS5's syntax as the user typed it: every token is quoted he
 The ranking is bm25 computed here over the searching user's own rows, not FTS5's ``bm25()``:
 that function takes its collection statistics (the number of rows, each term's document
 frequency, the average length) from the whole index, every user's rows together, so one
-user's ranking moved with what other users wrote. The statement counts each alternative's
-occurrences in the user's matching entries with FTS5's ``highlight()``, and the statistics
-over the user's live rows, as PostgreSQL's statement does (``postgresql.py``): nothing it reads
-grows with other users' entries.
+user's ranking moved with what other users wrote. The statement reads each row's term
+frequencies from the index's instance vocabulary (``fts5vocab``) and counts the statistics
+over the user's live rows, as PostgreSQL's statement does (``postgresql.py``).
 """
 
 from __future__ import annotations
 
+import json
 import unicodedata
+from typing import NamedTuple
 
 from ...models import OBSERVATION_TABLE
 from .query import ParsedQuery, any_terms
@@ -58,6 +59,17 @@ SQLITE_REBUILD = (
     f"""INSERT INTO {SQLITE_TABLE} (title, topic_key, content, owner, observation_id)
         SELECT title, coalesce(topic_key, ''), content, 'u' || hex(user_id), id FROM {OBSERVATION_TABLE}""",
 )
+
+# The index's instance vocabulary: one row per occurrence of a term (term, doc = the FTS5 rowid,
+# col, offset), what the ranked statement reads each row's term frequencies from. A table of the
+# connection's temp schema, created when the connection opens (``index.add_terms_table``): it
+# stores nothing (it reads the FTS5 index), so the database file gains no object and needs no
+# migration.
+SQLITE_TERMS = "ilab_memory_search_terms"
+SQLITE_CREATE_TERMS = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SQLITE_TERMS} USING fts5vocab(main, {SQLITE_TABLE}, instance)"
+)
+
 
 def sqlite_triggers_present(connection) -> bool:
     """Whether the observation table has the index's three triggers."""
@@ -119,44 +131,93 @@ def _weight(column: str) -> str:
     return f"CASE {column} {cases} ELSE 0.0 END"
 
 
-def _marks(column: int) -> str:
-    """How many times the alternative MATCHed occurs in ``column`` of the entry: FTS5's
-    ``highlight()`` opens a mark at each occurrence (char(2): validation refuses control
-    characters, so no stored text holds one)."""
-    marked = f"highlight({SQLITE_TABLE}, {column}, char(2), '')"
-    return f"(length({marked}) - length(replace({marked}, char(2), '')))"
+class _Reads(NamedTuple):
+    """How each alternative's frequency is read: single words and prefixes as ranges of terms
+    ({index: (low, high)}), phrases word by word ([index, position, length, token]), and what
+    the vocabulary cannot count ([index, MATCH expression])."""
+
+    words: dict
+    phrases: list
+    uncounted: list
 
 
-# Each text column's position in the FTS5 table and its weight.
-_WEIGHTED_MARKS = " + ".join(f"{weight} * {_marks(column)}"
-                             for column, weight in enumerate(SQLITE_FIELD_WEIGHTS.values()))
-
-
-def _frequency_columns(count: int, i: int, value: str) -> str:
-    """``f0 … fn`` of one branch: ``value`` for alternative ``i``, NULL for the others."""
-    return ", ".join(f"{value if k == i else 'NULL'} AS f{k}" for k in range(count))
-
-
-def _branches(alternatives: list, user_id: str) -> tuple[list, list]:
-    """One counting branch per alternative, each with its parameter: the entries of the user
-    that hold it, and its frequency there weighted by field. FTS5 matches the alternative
-    within the user's entries (``owner_match``), and ``highlight()`` counts its occurrences in
-    those entries alone, so the cost is the user's, whatever other users' entries hold. An
-    alternative FTS5's tokenizer reads otherwise (``fts5_reads_as_is``), or a prefix of several
-    words, counts as ``UNCOUNTED_FREQUENCY`` where its own MATCH finds it."""
-    branches, params = [], []
+def _reads(alternatives: list, user_id: str) -> _Reads:
+    reads = _Reads({}, [], [])
     for i, alternative in enumerate(alternatives):
         prefix = alternative[-1:] == ("*",)
         tokens = alternative[:-1] if prefix else alternative
-        counted = all(map(fts5_reads_as_is, tokens)) and not (prefix and len(tokens) > 1)
-        frequency = _WEIGHTED_MARKS if counted else str(UNCOUNTED_FREQUENCY)
-        # A CTE of its own: FTS5's auxiliary functions run only in a query on the table itself.
-        branches.append(f"""alternative{i} AS MATERIALIZED (
-            SELECT rowid AS doc, {_frequency_columns(len(alternatives), i, frequency)}
-            FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s
-        )""")
-        params.append(owner_match(user_id, fts5_phrase(alternative)))
-    return branches, params
+        if not all(map(fts5_reads_as_is, tokens)) or (prefix and len(tokens) > 1):
+            reads.uncounted.append([i, owner_match(user_id, fts5_phrase(alternative))])
+        elif len(tokens) == 1:  # a word, or a prefix: the range of terms it stands for
+            reads.words[i] = (tokens[0], tokens[0] + _LAST_CHARACTER if prefix else tokens[0])
+        else:
+            reads.phrases.extend([i, k, len(tokens), token] for k, token in enumerate(tokens))
+    return reads
+
+
+def _frequency_columns(count: int, values: dict) -> tuple[str, list]:
+    """``f0 … fn`` in one branch: SQL and parameters for the alternatives it counts, NULL elsewhere."""
+    sql, params = [], []
+    for i in range(count):
+        value, value_params = values.get(i, ("NULL", []))
+        sql.append(f"{value} AS f{i}")
+        params += value_params
+    return ", ".join(sql), params
+
+
+def _branches(reads: _Reads, count: int) -> tuple[list, list, list, list]:
+    """The statement's inputs (CTEs unpacking JSON parameters) and its counting branches, each
+    with its parameters. The JSON parameters are unpacked once into plain columns: a
+    json_extract() in a join's condition would run again for every occurrence the vocabulary returns."""
+    inputs, input_params, branches, branch_params = [], [], [], []
+    if reads.words:
+        # Each range of terms is read once: a prefix's range holds the word's own ("servic*", "service").
+        ranges = sorted({r for r in reads.words.values()
+                         if not any(o != r and o[0] <= r[0] and r[1] <= o[1] for o in reads.words.values())})
+        inputs.append("word_ranges AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS low,"
+                      " json_extract(value, '$[1]') AS high FROM json_each(%s))")
+        input_params.append(json.dumps(ranges))
+        columns, params = _frequency_columns(count, {
+            i: (f"CASE WHEN v.term = %s THEN {_weight('v.col')} END", [low]) if low == high else
+               (_weight("v.col"), []) if [(low, high)] == ranges else  # the one range read: all of it
+               (f"CASE WHEN v.term >= %s AND v.term <= %s THEN {_weight('v.col')} END", [low, high])
+            for i, (low, high) in reads.words.items()
+        })
+        branches.append(f"""
+                SELECT v.doc AS doc, {columns}
+                FROM word_ranges r CROSS JOIN temp.{SQLITE_TERMS} v ON v.term >= r.low AND v.term <= r.high
+                WHERE v.doc IN (SELECT doc FROM matched)""")
+        branch_params += params
+    if reads.phrases:
+        # A phrase occurs where each of its words follows the one before in the same column.
+        inputs.append("phrase_words AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS k, json_extract(value, '$[2]') AS n,"
+                      " json_extract(value, '$[3]') AS token FROM json_each(%s))")
+        input_params.append(json.dumps(reads.phrases))
+        columns, params = _frequency_columns(count, {i: (f"CASE WHEN i = {i} THEN w END", [])
+                                                     for i in {p[0] for p in reads.phrases}})
+        branches.append(f"""
+                SELECT doc, {columns} FROM (
+                    SELECT i, doc, max(w) AS w FROM (
+                        SELECT p.i, p.n, v.doc, v.col, v."offset" - p.k AS start, {_weight('v.col')} AS w
+                        FROM phrase_words p CROSS JOIN temp.{SQLITE_TERMS} v ON v.term = p.token
+                        WHERE v.doc IN (SELECT doc FROM matched)
+                    ) GROUP BY i, doc, col, start HAVING count(*) = max(n)
+                )""")
+        branch_params += params
+    if reads.uncounted:
+        # FTS5 splits these tokens otherwise: its own MATCH says which rows hold them.
+        inputs.append("uncounted AS MATERIALIZED (SELECT json_extract(value, '$[0]') AS i,"
+                      " json_extract(value, '$[1]') AS expression FROM json_each(%s))")
+        input_params.append(json.dumps(reads.uncounted))
+        columns, params = _frequency_columns(count, {i: (f"CASE WHEN a.i = {i} THEN {UNCOUNTED_FREQUENCY} END", [])
+                                                     for i, _ in reads.uncounted})
+        branches.append(f"""
+                SELECT s.rowid AS doc, {columns}
+                FROM uncounted a CROSS JOIN {SQLITE_TABLE} s ON s.{SQLITE_TABLE} MATCH a.expression
+                WHERE s.rowid IN (SELECT doc FROM matched)""")
+        branch_params += params
+    return inputs, input_params, branches, branch_params
 
 
 def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
@@ -169,15 +230,15 @@ def ranked_statement(parsed: ParsedQuery, *, user_id: str, in_scopes: str, scope
     depends on the query's alternatives (a column each), the values never: they are parameters.
     """
     alternatives = any_terms(parsed)
-    branches, branch_params = _branches(alternatives, user_id)
-    sql = _ranked_sql(len(alternatives), len(parsed.terms), branches, in_scopes, type is not None)
+    inputs, input_params, branches, branch_params = _branches(_reads(alternatives, user_id), len(alternatives))
+    sql = _ranked_sql(len(alternatives), len(parsed.terms), inputs, branches, in_scopes, type is not None)
     any_query = owner_match(user_id, " OR ".join(fts5_phrase(t) for t in alternatives))
-    params = [any_query, *branch_params,
+    params = [any_query, *input_params, *branch_params,
               user_id, *scopes, *([type] if type is not None else []), user_id, count, head]
     return sql, params
 
 
-def _ranked_sql(alternatives: int, terms: int, branches: list, in_scopes: str, type_filter: bool) -> str:
+def _ranked_sql(alternatives: int, terms: int, inputs: list, branches: list, in_scopes: str, type_filter: bool) -> str:
     """The statement around the counting ``branches``: bm25 over the user's own rows. The first
     ``terms`` alternatives are the query's terms (``any_terms``)."""
     n = range(alternatives)
@@ -192,11 +253,11 @@ def _ranked_sql(alternatives: int, terms: int, branches: list, in_scopes: str, t
         WITH
         -- The user's index entries that hold any alternative (rowids only: the index answers alone).
         matched AS MATERIALIZED (SELECT rowid AS doc FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH %s),
-        {"".join(f"{branch},{chr(10)}        " for branch in branches)}
+        {"".join(f"{x},{chr(10)}        " for x in inputs)}
         -- Per entry, each alternative's frequency weighted by field (NULL: the entry lacks it).
         counted AS MATERIALIZED (
             SELECT doc, {", ".join(f"sum(f{i}) AS f{i}" for i in n)}
-            FROM ({" UNION ALL ".join(f"SELECT * FROM alternative{i}" for i in n)}
+            FROM ({" UNION ALL ".join(branches)}
             ) GROUP BY doc
         ),
         frequencies AS (
