@@ -76,12 +76,20 @@ def _compact_search_index(using: str) -> int:
     tombstones), in steps as short as the batches: user_forget's single 'optimize' would hold
     the lock for as long as the whole index takes to rewrite. Returns the steps taken."""
     connection = connections[using]
+
+    def step() -> bool:
+        return atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES), using=using)
+
+    # A first step says whether anything waits: counting the index's pages reads all of them,
+    # a cost of the whole file that a sweep with nothing to merge need not pay.
+    if not step():
+        return 0
     # One pass over the index as it is now: enough to rewrite every segment the erased words are
     # in, and a bound while other writers keep adding segments (each would start the merge anew).
     budget = search_index_pages(connection) // MERGE_PAGES + 1
-    steps = 0
-    while steps < budget and atomic_with_retry(lambda: merge_search_index_step(connection, MERGE_PAGES),
-                                               using=using):
+    steps = 1
+    _pause(connection)
+    while steps < budget and step():
         steps += 1
         _pause(connection)
     return steps
