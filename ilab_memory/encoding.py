@@ -62,7 +62,8 @@ def encode(value: Any) -> Any:
         return [encode(item) for item in value]
     if isinstance(value, dict):
         return dict(value)  # metadata and counts: JSON already; a copy keeps the frozen value's own
-    return {name: encode(getattr(value, name)) for name in _field_names(type(value))}
+    # A class is hashable, though functools.cache's stub does not see it (hence the ignore).
+    return {name: encode(getattr(value, name)) for name in _field_names(type(value))}  # type: ignore[arg-type]
 
 
 def error(exc: IlabMemoryError) -> dict[str, Any]:
@@ -140,7 +141,7 @@ def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
         if item is Any:
             return {"type": "object"}
         return {"type": "object", "additionalProperties": _annotation_schema(item, name)}
-    if dataclasses.is_dataclass(annotation):
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return schema(annotation)
     if annotation is bool:
         return {"type": "boolean"}

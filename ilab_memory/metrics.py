@@ -9,16 +9,15 @@ operation and the face only.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-try:
-    import prometheus_client
-except ImportError:  # the extra is not installed
-    prometheus_client = None
+# Whether the extra is installed; the module itself is imported where it is used.
+_INSTALLED = importlib.util.find_spec("prometheus_client") is not None
 
 from .conf import get_config
 
@@ -30,7 +29,7 @@ _instruments = None
 
 def enabled() -> bool:
     """Whether metrics are recorded: the extra installed and ``METRICS`` on."""
-    return prometheus_client is not None and get_config().METRICS
+    return _INSTALLED and get_config().METRICS
 
 
 def _get():

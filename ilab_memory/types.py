@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard, overload
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class _Score:
     value: float
     breakdown: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def _check(self, other):
+    def _check(self, other: object) -> TypeGuard[_Score]:
         if isinstance(other, _Score) and type(other) is not type(self):
             raise TypeError(
                 f"{type(self).__name__} and {type(other).__name__} rank different things "
@@ -27,30 +27,30 @@ class _Score:
             )
         return type(other) is type(self)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value == other.value
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, self.value))
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value < other.value
 
-    def __le__(self, other):
+    def __le__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value <= other.value
 
-    def __gt__(self, other):
+    def __gt__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value > other.value
 
-    def __ge__(self, other):
+    def __ge__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value >= other.value
@@ -193,6 +193,12 @@ class MemoryStats:
 ELLIPSIS = "…"
 
 
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
@@ -206,7 +212,7 @@ def preview(text: str, limit: int) -> str:
     return text[:limit] + ELLIPSIS
 
 
-def session_record(session, observation_count: int) -> SessionRecord:
+def session_record(session: Any, observation_count: int) -> SessionRecord:
     return SessionRecord(
         id=str(session.id),
         user_id=session.user_id,
@@ -221,7 +227,7 @@ def session_record(session, observation_count: int) -> SessionRecord:
     )
 
 
-def session_summary_compact(session) -> SessionSummaryCompact:
+def session_summary_compact(session: Any) -> SessionSummaryCompact:
     """From a completed session annotated with ``observation_count``."""
     return SessionSummaryCompact(
         session_id=str(session.id),
@@ -234,7 +240,7 @@ def session_summary_compact(session) -> SessionSummaryCompact:
     )
 
 
-def observation_record(observation) -> ObservationRecord:
+def observation_record(observation: Any) -> ObservationRecord:
     return ObservationRecord(
         id=str(observation.id),
         user_id=observation.user_id,
@@ -257,7 +263,9 @@ def observation_record(observation) -> ObservationRecord:
     )
 
 
-def observation_compact(observation, *, preview_chars: int, score=None) -> ObservationCompact:
+def observation_compact(
+    observation: Any, *, preview_chars: int, score: ContextScore | SearchScore | None = None
+) -> ObservationCompact:
     """From an observation read with ``content_head`` (its first preview_chars+1 characters)."""
     return ObservationCompact(
         id=str(observation.id),
@@ -273,7 +281,7 @@ def observation_compact(observation, *, preview_chars: int, score=None) -> Obser
     )
 
 
-def revision_record(revision) -> ObservationRevisionRecord:
+def revision_record(revision: Any) -> ObservationRevisionRecord:
     return ObservationRevisionRecord(
         revision=revision.revision,
         session_id=str(revision.session_id_at_write) if revision.session_id_at_write else None,

@@ -12,11 +12,15 @@ import re
 import unicodedata
 import uuid
 import zoneinfo
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from .conf import Config
 
 TYPE_PATTERN = re.compile(r"[a-z0-9_-]{1,40}")
 _WHITESPACE = re.compile(r"\s+")
@@ -61,11 +65,16 @@ class Count:
     minimum: int
     maximum: int | str  # a number, or the name of the setting that holds it
 
-    def bounds(self, config) -> tuple[int, int]:
-        maximum = getattr(config, self.maximum) if isinstance(self.maximum, str) else self.maximum
+    def bounds(self, config: Config | None = None) -> tuple[int, int]:
+        """The lowest and highest value; ``config`` is needed only when a setting holds the maximum."""
+        if isinstance(self.maximum, int):
+            return self.minimum, self.maximum
+        if config is None:
+            raise TypeError(f"the maximum of {self.field} is the setting {self.maximum}: pass the config.")
+        maximum: int = getattr(config, self.maximum)
         return self.minimum, maximum
 
-    def clean(self, value: Any, config) -> int:
+    def clean(self, value: Any, config: Config) -> int:
         """``value`` if it is an integer within the bounds; else ValidationError naming the field and limit."""
         low, high = self.bounds(config)
         message = f"must be an integer from {low} to {high}."
@@ -88,14 +97,14 @@ OBSERVATIONS_LIMIT = Count("limit", 1, 100)
 UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
 
 
-def check_updatable(fields) -> None:
+def check_updatable(fields: Iterable[str]) -> None:
     """Refuse an update naming a field it cannot change (ValidationError naming the first such field)."""
     unknown = set(fields) - set(UPDATABLE_FIELDS)
     if unknown:
         raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
 
 
-def clean_type(value: Any, *, allowed) -> str:
+def clean_type(value: Any, *, allowed: Collection[str] | None) -> str:
     if not isinstance(value, str) or not TYPE_PATTERN.fullmatch(value):
         raise ValidationError("type", "must be a slug of 1-40 characters from [a-z0-9_-].", code="invalid_type_slug")
     if allowed is not None and value not in allowed:
@@ -103,7 +112,7 @@ def clean_type(value: Any, *, allowed) -> str:
     return value
 
 
-def clean_choice(field: str, value: Any, *, allowed) -> str:
+def clean_choice(field: str, value: Any, *, allowed: Collection[str]) -> str:
     """One of ``allowed`` (exact strings); anything else, NUL and surrogates included, is refused."""
     if not isinstance(value, str) or value not in allowed:
         choices = " or ".join(repr(choice) for choice in allowed)
@@ -122,7 +131,7 @@ def normalize_content(value: str) -> str:
     return _WHITESPACE.sub(" ", value.lower()).strip()
 
 
-def check_metadata_shape(value: Any, *, max_depth: int) -> dict:
+def check_metadata_shape(value: Any, *, max_depth: int) -> dict[str, Any]:
     """A JSON object of JSON values, nested at most ``max_depth`` levels."""
     if value is None:
         return {}
@@ -163,14 +172,14 @@ def _walk_json(value: Any, *, depth: int, max_depth: int) -> None:
         raise ValidationError("metadata", f"holds a {type(value).__name__}, which is not JSON.", code="invalid_type")
 
 
-def check_metadata_size(value: dict, *, limit: int) -> dict:
+def check_metadata_size(value: dict[str, Any], *, limit: int) -> dict[str, Any]:
     size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > limit:
         raise ValidationError.too_long("metadata", limit=limit, size=size, unit="bytes")
     return value
 
 
-def parse_uuid(value, error: type[LookupError]) -> uuid.UUID:
+def parse_uuid(value: object, error: type[LookupError]) -> uuid.UUID:
     """A UUID from a string or UUID; anything else is "not found" (``error``), never a crash."""
     if isinstance(value, uuid.UUID):
         return value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.models import CHANGE
 from django.core.exceptions import PermissionDenied
 from django.db import models
@@ -47,8 +48,8 @@ INLINE_ROWS = 50
 
 def _resubmitted(request, action: str) -> list[tuple[str, str]]:
     """The hidden fields that send an action's selection again from its confirmation page."""
-    selected = request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
-    return [(admin.helpers.ACTION_CHECKBOX_NAME, pk) for pk in selected] + [("action", action)]
+    selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+    return [(helpers.ACTION_CHECKBOX_NAME, pk) for pk in selected] + [("action", action)]
 
 
 def summary_kind(session) -> str:

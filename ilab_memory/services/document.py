@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from ..conf import Config
 from ..exceptions import ValidationError
@@ -59,7 +59,7 @@ REVISION_REQUIRED = ("observation_id", "revision", "title", "content", "written_
 DOCUMENT_REQUIRED = ("format", "version")
 
 
-def _fail(field: str, message: str, code: str = "invalid"):
+def _fail(field: str, message: str, code: str = "invalid") -> NoReturn:
     raise ValidationError(field, message, code=code)
 
 
@@ -106,13 +106,13 @@ def _timestamp(field: str, value: Any, *, nullable: bool = False) -> datetime | 
     if parsed.tzinfo is None:
         _fail(field, "must carry a time zone (UTC).", "naive_timestamp")
     try:
-        parsed = parsed.astimezone(UTC)
+        in_utc: datetime | None = parsed.astimezone(UTC)
     except OverflowError:
-        parsed = None
+        in_utc = None
     # A bounded range keeps the timeout arithmetic done on imported times from overflowing.
-    if parsed is None or not TIMESTAMP_YEARS[0] <= parsed.year <= TIMESTAMP_YEARS[1]:
+    if in_utc is None or not TIMESTAMP_YEARS[0] <= in_utc.year <= TIMESTAMP_YEARS[1]:
         _fail(field, f"must lie between the years {TIMESTAMP_YEARS[0]} and {TIMESTAMP_YEARS[1]}.", "invalid_timestamp")
-    return parsed
+    return in_utc
 
 
 def _count(field: str, value: Any, *, minimum: int) -> int:
