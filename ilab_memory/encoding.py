@@ -5,7 +5,7 @@ and error results. A value's JSON is its dataclass fields in declaration order (
 timestamps are strings already); a score adds the kind it ranks by. Each shape's JSON Schema is
 derived from the same fields' annotations, so a field added to a type is encoded and described
 at once: the two cannot drift. The API's output serializers describe the same shapes for
-OpenAPI; ``tests/api/test_encoding.py`` checks that they render these dicts and document these
+OpenAPI; ``tests/test_encoding.py`` checks that they render these dicts and document these
 schemas. No Django import.
 """
 

@@ -125,7 +125,7 @@ def resolve_by_username(request):
 
 
 def test_user_id_resolver_is_read_at_call_time(as_alice, settings):
-    settings.ILAB_MEMORY = {"USER_ID_RESOLVER": "tests.api.test_errors_api.resolve_by_username"}
+    settings.ILAB_MEMORY = {"USER_ID_RESOLVER": "tests.api.test_errors.resolve_by_username"}
     as_alice.post(API + "sessions/start/", {}, format="json")
     assert Session.objects.get().user_id == "user:alice"
     # Naming one's own resolved id is not "another user".
