@@ -18,7 +18,7 @@ from types import UnionType
 from typing import Any, Union
 
 from .exceptions import IlabMemoryError, ValidationError
-from .types import ContextScore, SearchScore
+from .types import ContextScore, SearchScore, field_names
 
 # What a score ranks, as its JSON says it.
 SCORE_KINDS: dict[type, str] = {ContextScore: "context", SearchScore: "search"}
@@ -47,11 +47,6 @@ def score_kind(score: ContextScore | SearchScore) -> str:
         raise TypeError(f"not a score: {type(score).__name__}") from None
 
 
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(cls))
-
-
 def encode(value: Any) -> Any:
     """``value`` (a value of ``types``, a list of them, or a plain JSON value) as JSON-ready data."""
     if value is None or isinstance(value, (str, int, float)):
@@ -62,8 +57,9 @@ def encode(value: Any) -> Any:
         return [encode(item) for item in value]
     if isinstance(value, dict):
         return dict(value)  # metadata and counts: JSON already; a copy keeps the frozen value's own
-    # A class is hashable, though functools.cache's stub does not see it (hence the ignore).
-    return {name: encode(getattr(value, name)) for name in _field_names(type(value))}  # type: ignore[arg-type]
+    # A value of ilab_memory.types (field_names raises TypeError for anything else); mypy cannot
+    # tell that from ``Any``, hence the ignore.
+    return {name: encode(getattr(value, name)) for name in field_names(type(value))}  # type: ignore[arg-type]
 
 
 def error(exc: IlabMemoryError) -> dict[str, Any]:
@@ -98,7 +94,7 @@ def schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of ``encode(value)`` for a value of the dataclass ``cls``: every field is
     always present, and nothing else."""
     hints = typing.get_type_hints(cls)
-    properties = {name: _described(_annotation_schema(hints[name], name), name) for name in _field_names(cls)}
+    properties = {name: _described(_annotation_schema(hints[name], name), name) for name in field_names(cls)}
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
 

@@ -7,9 +7,16 @@ the same attributes) and are the only code that turns stored rows into these val
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeGuard, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, overload
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True)
@@ -192,6 +199,8 @@ class MemoryStats:
 
 ELLIPSIS = "…"
 
+_Value = TypeVar("_Value", bound="DataclassInstance")
+
 
 @overload
 def iso(value: datetime) -> str: ...
@@ -212,85 +221,51 @@ def preview(text: str, limit: int) -> str:
     return text[:limit] + ELLIPSIS
 
 
+@functools.cache
+def field_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
+    """The names of a record's fields, in order (read once per class)."""
+    return tuple(field.name for field in dataclasses.fields(cls))
+
+
+def from_row(cls: type[_Value], row: Any, **given: Any) -> _Value:
+    """``cls`` filled from ``row``'s attributes of the same names, except those ``given``: ids
+    (UUIDs) become strings, moments ISO strings in UTC, choices their plain values. The one place
+    a row's columns become a record's fields, so a field added to a record needs no code here."""
+    values = {name: _plain(getattr(row, name)) for name in field_names(cls) if name not in given}
+    return cls(**values, **given)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):  # a choice the service set as its enum member
+        return value.value
+    return value
+
+
 def session_record(session: Any, observation_count: int) -> SessionRecord:
-    return SessionRecord(
-        id=str(session.id),
-        user_id=session.user_id,
-        scope=session.scope,
-        status=str(session.status),  # a plain str, also when the service set the enum member
-        started_at=iso(session.started_at),
-        last_activity_at=iso(session.last_activity_at),
-        ended_at=iso(session.ended_at),
-        summary=session.summary,
-        is_auto_generated=session.is_auto_generated,
-        observation_count=observation_count,
-    )
+    return from_row(SessionRecord, session, observation_count=observation_count)
 
 
 def session_summary_compact(session: Any) -> SessionSummaryCompact:
     """From a completed session annotated with ``observation_count``."""
-    return SessionSummaryCompact(
-        session_id=str(session.id),
-        scope=session.scope,
-        started_at=iso(session.started_at),
-        ended_at=iso(session.ended_at),
-        summary=session.summary,
-        is_auto_generated=session.is_auto_generated,
-        observation_count=session.observation_count,
-    )
+    return from_row(SessionSummaryCompact, session, session_id=str(session.id))
 
 
 def observation_record(observation: Any) -> ObservationRecord:
-    return ObservationRecord(
-        id=str(observation.id),
-        user_id=observation.user_id,
-        scope=observation.scope,
-        session_id=str(observation.session_id),
-        type=observation.type,
-        title=observation.title,
-        content=observation.content,
-        topic_key=observation.topic_key,
-        metadata=observation.metadata,
-        revision_count=observation.revision_count,
-        duplicate_count=observation.duplicate_count,
-        redacted_blocks=observation.redacted_blocks,
-        created_at=iso(observation.created_at),
-        updated_at=iso(observation.updated_at),
-        happened_at=iso(observation.happened_at),
-        last_seen_at=iso(observation.last_seen_at),
-        deleted_at=iso(observation.deleted_at),
-        expires_at=iso(observation.expires_at),
-    )
+    return from_row(ObservationRecord, observation)
 
 
 def observation_compact(
     observation: Any, *, preview_chars: int, score: ContextScore | SearchScore | None = None
 ) -> ObservationCompact:
     """From an observation read with ``content_head`` (its first preview_chars+1 characters)."""
-    return ObservationCompact(
-        id=str(observation.id),
-        scope=observation.scope,
-        type=observation.type,
-        title=observation.title,
-        preview=preview(observation.content_head, preview_chars),
-        topic_key=observation.topic_key,
-        session_id=str(observation.session_id),
-        updated_at=iso(observation.updated_at),
-        happened_at=iso(observation.happened_at),
-        score=score,
-    )
+    return from_row(ObservationCompact, observation, preview=preview(observation.content_head, preview_chars),
+                    score=score)
 
 
 def revision_record(revision: Any) -> ObservationRevisionRecord:
-    return ObservationRevisionRecord(
-        revision=revision.revision,
-        session_id=str(revision.session_id_at_write) if revision.session_id_at_write else None,
-        type=revision.type,
-        title=revision.title,
-        content=revision.content,
-        topic_key=revision.topic_key,
-        metadata=revision.metadata,
-        happened_at=iso(revision.happened_at),
-        written_at=iso(revision.written_at),
-        replaced_at=iso(revision.replaced_at),
-    )
+    session = revision.session_id_at_write
+    return from_row(ObservationRevisionRecord, revision, session_id=str(session) if session else None)

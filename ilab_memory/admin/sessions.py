@@ -35,9 +35,8 @@ from .common import (
     audit,
     badge,
     clip,
-    scope_label,
+    moment_column,
     times,
-    user_link,
     when,
 )
 
@@ -180,14 +179,6 @@ class SessionAdmin(ServiceOwnedAdmin):
 
     # -- cells ------------------------------------------------------------------------------
 
-    @admin.display(description=_("User id"), ordering="user_id")
-    def user(self, obj):
-        return user_link(self, obj.user_id)
-
-    @admin.display(description=_("Scope"), ordering="scope")
-    def scope_label(self, obj):
-        return scope_label(obj.scope)
-
     @admin.display(description=_("State"), ordering="status")
     def state(self, obj):
         # Completed: its summary kind. Active: that, and a narrative summary it may already hold.
@@ -205,17 +196,9 @@ class SessionAdmin(ServiceOwnedAdmin):
         head = obj.summary_head or ""
         return clip(head, SUMMARY_HEAD_CHARS, full=Truncator(head).chars(SUMMARY_HEAD_CHARS))
 
-    @admin.display(description=_("Started"), ordering="started_at")
-    def started(self, obj):
-        return when(obj.started_at)
-
-    @admin.display(description=_("Last activity"), ordering="last_activity_at")
-    def last_activity(self, obj):
-        return when(obj.last_activity_at)
-
-    @admin.display(description=_("Ended"), ordering="ended_at")
-    def ended(self, obj):
-        return when(obj.ended_at)
+    started = moment_column("started_at", _("Started"))
+    last_activity = moment_column("last_activity_at", _("Last activity"))
+    ended = moment_column("ended_at", _("Ended"))
 
     @admin.display(description=_("Memories"))
     def observation_count(self, obj):
