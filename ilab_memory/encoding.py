@@ -94,7 +94,10 @@ def schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of ``encode(value)`` for a value of the dataclass ``cls``: every field is
     always present, and nothing else."""
     hints = typing.get_type_hints(cls)
-    properties = {name: _described(_annotation_schema(hints[name], name), name) for name in field_names(cls)}
+    properties = {
+        field.name: _described(_annotation_schema(hints[field.name], field.name), field)
+        for field in dataclasses.fields(cls)
+    }
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
 
@@ -109,8 +112,15 @@ def listing_schema(key: str, item: type) -> dict[str, Any]:
     }
 
 
-def _described(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    return {**schema, "description": DESCRIPTIONS[name]} if name in DESCRIPTIONS else schema
+def description(field: dataclasses.Field[Any]) -> str | None:
+    """What a record's field is, in the words of every face: its own (``types.described``), else
+    the words for every field of that name."""
+    return field.metadata.get("description", DESCRIPTIONS.get(field.name))
+
+
+def _described(schema: dict[str, Any], field: dataclasses.Field[Any]) -> dict[str, Any]:
+    text = description(field)
+    return {**schema, "description": text} if text is not None else schema
 
 
 def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 
+def described(text: str) -> dict[str, str]:
+    """A field's metadata giving the description every face shows (the API's schema, the MCP tools'
+    output schemas): ``happened_at: str = field(metadata=described("..."))``."""
+    return {"description": text}
+
+
+HAPPENED_AT = "When what it says happened (UTC): the time it was saved unless the writer said."
+
+
 @dataclass(frozen=True)
 class _Score:
     """A ranking value plus the signals that produced it, so a ranking can be explained."""
@@ -82,7 +91,7 @@ class ObservationCompact:
     topic_key: str | None
     session_id: str
     updated_at: str
-    happened_at: str  # when what it says happened (the save time unless the caller said)
+    happened_at: str = field(metadata=described(HAPPENED_AT))
     scope: str
     score: ContextScore | SearchScore | None
 
@@ -103,10 +112,13 @@ class ObservationRecord:
     redacted_blocks: int
     created_at: str
     updated_at: str
-    happened_at: str
+    happened_at: str = field(metadata=described(HAPPENED_AT))
     last_seen_at: str
     deleted_at: str | None
-    expires_at: str | None  # None: never by itself (its type's RETENTION may still apply)
+    expires_at: str | None = field(metadata=described(
+        "When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). "
+        "From then on no read sees it."
+    ))
 
 
 @dataclass(frozen=True)
@@ -118,7 +130,7 @@ class ObservationRevisionRecord:
     content: str
     topic_key: str | None
     metadata: dict[str, Any]
-    happened_at: str
+    happened_at: str = field(metadata=described("When what this version says happened."))
     written_at: str
     replaced_at: str
 
@@ -181,7 +193,9 @@ class DeleteResult:
 @dataclass(frozen=True)
 class MemoryStats:
     user_id: str
-    scope: str  # what was counted: a scope and the shared space, "*", or a list joined by ","
+    scope: str = field(metadata=described(
+        "What was counted: '*' (every scope), or the scopes read joined by ',' (\"\": shared)."
+    ))
     sessions: int
     active_sessions: int
     completed_sessions: int
