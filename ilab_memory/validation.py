@@ -93,8 +93,62 @@ TIMELINE_AFTER = Count("after", 0, 50)
 SESSIONS_LIMIT = Count("limit", 1, 100)
 OBSERVATIONS_LIMIT = Count("limit", 1, 100)
 
+# -- what a caller gives a memory: declared once, every face derives its fields from here ------
+
+# How a moment is written, as ``clean_moment`` reads it.
+MOMENT = ("An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a "
+          "date (2026-03-01: its midnight, UTC); a date-time without an offset is refused.")
+NO_DEFAULT: Any = object()  # a save without the field leaves it to the service
+
+
+@dataclass(frozen=True)
+class MemoryField:
+    """One field a caller gives a memory, as every face takes it: the API's save and update bodies,
+    the MCP tools' input schemas, the keywords of the facade and the clients (``UPDATABLE_FIELDS``).
+    The rule that judges its value is the service's (``services.observations.clean_fields``); this
+    is its shape, its bound and the words both faces show."""
+
+    name: str
+    kind: str  # "text", "slug", "object", "moment" (MOMENT) or "seconds"
+    limit: str | None = None  # the setting that bounds its length
+    required: bool = False  # on a save; an update takes any field it names
+    default: Any = NO_DEFAULT  # on a save without it
+    null_on_save: bool = True  # null sent on a save means its default
+    null_on_update: bool = True  # null sent on an update clears it (what that means is in the words)
+    on_save: str | None = None  # what it is, on a save
+    on_update: str | None = None  # what changing it does
+
+    def words(self, *, update: bool) -> str | None:
+        text = self.on_update if update else self.on_save
+        if text is not None and self.kind == "moment":
+            return f"{text} {MOMENT}"
+        return text
+
+    def nullable(self, *, update: bool) -> bool:
+        return self.null_on_update if update else self.null_on_save
+
+
+_TTL = "Seconds from now until it expires (1 to a century); not with expires_at."
+_EXPIRES = "When it expires, in the future; from then on no read sees it. Not with ttl."
+
+MEMORY_FIELDS = (
+    MemoryField("title", "text", limit="MAX_TITLE_CHARS", required=True, null_on_save=False, null_on_update=False),
+    MemoryField("content", "text", limit="MAX_CONTENT_CHARS", required=True, null_on_save=False,
+                null_on_update=False),
+    MemoryField("type", "slug", default="manual", null_on_save=False, null_on_update=False),
+    MemoryField("topic_key", "text", limit="MAX_TOPIC_KEY_CHARS", default=None),
+    MemoryField("metadata", "object", default=None),
+    MemoryField("happened_at", "moment", null_on_update=False,
+                on_save="When what it says happened (null or absent: now).",
+                on_update="When what it says happened; the old value goes to the history."),
+    MemoryField("expires_at", "moment",
+                on_save=f"{_EXPIRES} Null or absent: never (or when its type's RETENTION ends it).",
+                on_update=f"{_EXPIRES} Null: never (its type's RETENTION may still end it)."),
+    MemoryField("ttl", "seconds", null_on_update=False, on_save=_TTL, on_update=_TTL),
+)
+
 # What an update may name: the facade and the client refuse any other keyword in the same words.
-UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
+UPDATABLE_FIELDS = tuple(field.name for field in MEMORY_FIELDS)
 
 
 def check_updatable(fields: Iterable[str]) -> None:

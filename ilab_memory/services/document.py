@@ -26,7 +26,7 @@ from ..conf import Config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, Session, SessionStatus
 from ..scopes import SHARED, clean_write_scope
-from ..validation import check_length, check_text, clean_choice, clean_type
+from ..validation import MEMORY_FIELDS, NO_DEFAULT, check_length, check_text, clean_choice, clean_type
 from .observations import clean_fields
 from .privacy import redact, shown_key
 
@@ -57,6 +57,10 @@ SESSION_REQUIRED = ("id", "status", "started_at", "last_activity_at")
 OBSERVATION_REQUIRED = ("id", "session_id", "title", "content", "created_at")
 REVISION_REQUIRED = ("observation_id", "revision", "title", "content", "written_at", "replaced_at")
 DOCUMENT_REQUIRED = ("format", "version")
+# The fields a save takes that an import reads the same way, with what a record without one gets
+# (the type is checked apart, against the types a revision may hold; the moments are the document's).
+_AS_SAVED = tuple((field.name, None if field.default is NO_DEFAULT else field.default)
+                  for field in MEMORY_FIELDS if field.kind in ("text", "object"))
 
 
 def _fail(field: str, message: str, code: str = "invalid") -> NoReturn:
@@ -175,13 +179,10 @@ def _clean_session(field: str, row: Any, *, config: Config, target: str | None, 
 
 
 def _clean_text_fields(field: str, row: dict, *, config: Config, allowed_types) -> tuple[dict, int]:
-    """Title, content, type, topic_key and metadata through the same checks as a save."""
+    """The memory's text fields, its metadata and its type through the same checks as a save."""
     try:
         type_ = clean_type(row.get("type", "manual"), allowed=allowed_types)
-        fields = clean_fields(
-            config=config, title=row["title"], content=row["content"],
-            topic_key=row.get("topic_key"), metadata=row.get("metadata"),
-        )
+        fields = clean_fields(config=config, **{name: row.get(name, default) for name, default in _AS_SAVED})
     except ValidationError as error:
         inner = "type" if error.field == "type" else error.field
         raise ValidationError(
