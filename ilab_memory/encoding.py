@@ -15,10 +15,14 @@ import dataclasses
 import functools
 import typing
 from types import UnionType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from .exceptions import IlabMemoryError, ValidationError
 from .types import ContextScore, SearchScore, field_names
+from .validation import MAX_TTL_SECONDS, NO_DEFAULT, TYPE_PATTERN, MemoryField
+
+if TYPE_CHECKING:
+    from .conf import Config
 
 # What a score ranks, as its JSON says it.
 SCORE_KINDS: dict[type, str] = {ContextScore: "context", SearchScore: "search"}
@@ -164,3 +168,35 @@ def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
             return {"type": "string", "format": "date-time"}
         return {"type": "string"}
     raise TypeError(f"No JSON Schema for {annotation!r}")
+
+
+def memory_field_schema(field: MemoryField, config: Config, *, update: bool) -> dict[str, Any]:
+    """The JSON Schema of what a save (or an update) takes for ``field``, its bound read from the
+    settings: the MCP tools' input schemas are built from these."""
+    nullable = field.nullable(update=update)
+    if field.kind in ("text", "slug"):
+        schema: dict[str, Any] = {"type": "string"}
+        if field.kind == "slug":
+            schema["pattern"] = f"^{TYPE_PATTERN.pattern}$"
+            if config.OBSERVATION_TYPES is not None:
+                schema["enum"] = list(config.OBSERVATION_TYPES)
+        elif not nullable:
+            schema["minLength"] = 1
+        if field.limit is not None:
+            schema["maxLength"] = getattr(config, field.limit)
+    elif field.kind == "object":
+        schema = {"type": "object"}
+    elif field.kind == "moment":
+        schema = {"type": "string"}
+    elif field.kind == "seconds":
+        schema = {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECONDS}
+    else:
+        raise TypeError(f"No JSON Schema for a field of kind {field.kind!r}")
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    if not update and field.default is not NO_DEFAULT and field.default is not None:
+        schema["default"] = field.default
+    words = field.words(update=update)
+    if words is not None:
+        schema["description"] = words
+    return schema

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     import numpy as np
     from django.db.models import Q
 
-    from .conf import Config
+
+# The settings object (conf.Config, which imports this module: named here by what it is).
+Settings = Any
 
 SHARED = ""
 ALL = "*"
@@ -117,7 +119,7 @@ def is_slug(value: Any, *, max_chars: int = SCOPE_COLUMN_CHARS) -> bool:
     return isinstance(value, str) and bool(SCOPE_PATTERN.fullmatch(value)) and len(value) <= max_chars
 
 
-def _check_slug(value: Any, *, config: Config, held: bool = False) -> str:
+def _check_slug(value: Any, *, config: Settings, held: bool = False) -> str:
     """A slug within the settings' rules; ``held``: within the column only (data already stored)."""
     if not isinstance(value, str):
         raise ValidationError("scope", f"must be a string, not {type(value).__name__}.", code="invalid_type")
@@ -135,7 +137,7 @@ def _check_slug(value: Any, *, config: Config, held: bool = False) -> str:
     return value
 
 
-def clean_write_scope(value: Any, *, config: Config) -> str:
+def clean_write_scope(value: Any, *, config: Settings) -> str:
     """The one scope a write lands in: a slug, or ``SHARED`` (also for None)."""
     if value is None:
         return SHARED
@@ -145,14 +147,14 @@ def clean_write_scope(value: Any, *, config: Config) -> str:
     return _check_slug(value, config=config)
 
 
-def clean_target_scope(value: Any, *, config: Config) -> str:
+def clean_target_scope(value: Any, *, config: Settings) -> str:
     """The scope a write by id finds its row in: one scope (None: ``SHARED``), or ``ALL``."""
     if value == ALL:
         return ALL
     return clean_write_scope(value, config=config)
 
 
-def clean_held_scope(value: Any, *, config: Config) -> str:
+def clean_held_scope(value: Any, *, config: Settings) -> str:
     """The data an erasure or an export names: ``ALL`` (also None: the whole user), or one
     scope of data already held, whatever the settings now allow."""
     if value is None or value == ALL:
@@ -162,7 +164,7 @@ def clean_held_scope(value: Any, *, config: Config) -> str:
     return _check_slug(value, config=config, held=True)
 
 
-def clean_read_reach(value: Any, *, config: Config) -> Reach:
+def clean_read_reach(value: Any, *, config: Settings) -> Reach:
     """What a read of ``value`` sees: a scope and the shared space (None: the shared space);
     ``ALL``: every scope; a list: exactly those. A Reach is clean already and passes as it is."""
     if isinstance(value, Reach):

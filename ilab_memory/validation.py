@@ -15,12 +15,12 @@ import zoneinfo
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .exceptions import ValidationError
 
-if TYPE_CHECKING:
-    from .conf import Config
+# The settings object (conf.Config, which imports this module: named here by what it is).
+Settings = Any
 
 TYPE_PATTERN = re.compile(r"[a-z0-9_-]{1,40}")
 _WHITESPACE = re.compile(r"\s+")
@@ -65,7 +65,7 @@ class Count:
     minimum: int
     maximum: int | str  # a number, or the name of the setting that holds it
 
-    def bounds(self, config: Config | None = None) -> tuple[int, int]:
+    def bounds(self, config: Settings | None = None) -> tuple[int, int]:
         """The lowest and highest value; ``config`` is needed only when a setting holds the maximum."""
         if isinstance(self.maximum, int):
             return self.minimum, self.maximum
@@ -74,7 +74,7 @@ class Count:
         maximum: int = getattr(config, self.maximum)
         return self.minimum, maximum
 
-    def clean(self, value: Any, config: Config) -> int:
+    def clean(self, value: Any, config: Settings) -> int:
         """``value`` if it is an integer within the bounds; else ValidationError naming the field and limit."""
         low, high = self.bounds(config)
         message = f"must be an integer from {low} to {high}."
