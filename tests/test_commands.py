@@ -210,38 +210,6 @@ def test_an_observation_saved_and_revised_while_the_export_runs_is_left_out_with
     clean_document(document, config=get_config())  # import would accept it: every reference resolves
 
 
-WITHOUT = "import sys\nfor name in {modules!r}:\n    sys.modules[name] = None  # as if the extra were not installed\n"
-
-
-def run_without(modules, code, **kwargs):
-    """``code`` in a fresh interpreter where importing ``modules`` fails, as in a site without
-    their extra (the same Python, so nothing else differs)."""
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-c", WITHOUT.format(modules=modules) + code],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, check=False, **kwargs)
-
-
-def test_the_mcp_command_without_the_mcp_extra_names_the_extra(site_env):  # noqa: F811
-    done = run_without(["mcp", "anyio"], "from django.core.management import execute_from_command_line\n"
-                       "execute_from_command_line(['manage.py', 'ilab_memory_mcp', '--user', 'alice'])",
-                       env=site_env)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "CommandError: ilab_memory_mcp: this needs the 'mcp' extra (mcp, anyio not installed): " \
-           "pip install 'ilab-memory[mcp]'" in done.stderr
-
-
-def test_the_api_without_the_api_extra_names_the_extra(site_env):  # noqa: F811
-    site = ("from django.conf import settings\n"  # a site that installs the app without the api extra
-            "settings.configure(INSTALLED_APPS=['django.contrib.contenttypes', 'django.contrib.auth', 'ilab_memory'],"
-            " DATABASES={'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}})\n"
-            "import django\ndjango.setup()\nimport ilab_memory.api.urls")
-    done = run_without(["rest_framework"], site, env=site_env)
-    assert done.returncode == 1
-    assert "MissingExtra: this needs the 'api' extra (rest_framework not installed)" in done.stderr
-
-
 def test_an_export_with_a_bad_scope_leaves_an_existing_file_as_it_was(db, tmp_path):
     from django.core.management.base import CommandError
 

@@ -26,7 +26,15 @@ from ..conf import Config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, Session, SessionStatus
 from ..scopes import SHARED, clean_write_scope
-from ..validation import MEMORY_FIELDS, NO_DEFAULT, check_length, check_text, clean_choice, clean_type
+from ..validation import (
+    MEMORY_FIELDS,
+    NO_DEFAULT,
+    MemoryField,
+    check_length,
+    check_text,
+    clean_choice,
+    clean_type,
+)
 from .observations import clean_fields
 from .privacy import redact, shown_key
 
@@ -57,10 +65,17 @@ SESSION_REQUIRED = ("id", "status", "started_at", "last_activity_at")
 OBSERVATION_REQUIRED = ("id", "session_id", "title", "content", "created_at")
 REVISION_REQUIRED = ("observation_id", "revision", "title", "content", "written_at", "replaced_at")
 DOCUMENT_REQUIRED = ("format", "version")
-# The fields a save takes that an import reads the same way, with what a record without one gets
-# (the type is checked apart, against the types a revision may hold; the moments are the document's).
-_AS_SAVED = tuple((field.name, None if field.default is NO_DEFAULT else field.default)
-                  for field in MEMORY_FIELDS if field.kind in ("text", "object"))
+
+
+def read_as_saved(fields: tuple[MemoryField, ...] = MEMORY_FIELDS) -> tuple[tuple[str, Any], ...]:
+    """The declared fields a save takes that an import reads the same way, with what a record
+    lacking one gets (the type is checked apart, against the types a revision may hold; the
+    moments are the document's own)."""
+    return tuple((field.name, None if field.default is NO_DEFAULT else field.default)
+                 for field in fields if field.kind in ("text", "object"))
+
+
+_AS_SAVED = read_as_saved()
 
 
 def _fail(field: str, message: str, code: str = "invalid") -> NoReturn:
