@@ -1,4 +1,4 @@
-"""admin/__init__.py: what the console registers and who may see and do what there (Django's test client, real database)."""
+"""admin/__init__.py: what the console registers, and who may see and do what there."""
 
 
 from django.contrib import admin as django_admin
