@@ -4,7 +4,7 @@
 import pytest
 
 from tests.api.conftest import API
-from tests.api.test_http_edges_api import assert_json_error
+from tests.api.test_views import assert_json_error
 
 
 @pytest.mark.parametrize("status", ["bogus", "a%00b", "%ED%A0%80", "ACTIVE"])

@@ -4,7 +4,7 @@ the server's fields as read-only."""
 
 import pytest
 
-from tests.api.test_http_edges_api import send
+from tests.api.test_views import send
 
 
 def test_options_on_observations_describes_the_input_and_marks_server_fields_read_only(as_alice):

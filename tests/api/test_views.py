@@ -1,4 +1,4 @@
-"""The edges a DRF client meets: slash-less paths, unknown fields, unknown paths and methods, OPTIONS.
+"""views.py: the edges a DRF client meets: slash-less paths, unknown fields, unknown paths and methods.
 
 Everything under the API prefix answers JSON in the one error shape, in DEBUG as in production.
 """
