@@ -54,6 +54,13 @@ class ValidationError(IlabMemoryError, ValueError):
         )
 
 
+class Conflict(IlabMemoryError):
+    """Concurrent writers of the same rows won every retry of this write; nothing was written.
+    Rare (the write is retried first); the caller may try again."""
+
+    code = "conflict"
+
+
 class NoActiveSession(IlabMemoryError, LookupError):
     """The user has no active session to end."""
 

@@ -259,19 +259,20 @@ class ILabMemory:
         )
 
     def mem_search(self, user_id: str, query: str, *, type: str | None = None, limit: int | None = None,
-                   scope="", since=None, until=None, time_zone=None, now=None):
+                   min_score: float | None = None, scope="", since=None, until=None, time_zone=None, now=None):
         """Full-text search of the user's live observations in what ``scope`` reads, best first
         (SearchScore); ``limit`` defaults to the SEARCH_DEFAULT_LIMIT setting. ``since`` /
         ``until`` keep to what happened in that period; a date phrase in the query ("last
         week") favours what happened then, read at ``now`` (default: the current time) in
-        ``time_zone`` (an IANA name; default: Django's current time zone)."""
+        ``time_zone`` (an IANA name; default: Django's current time zone). ``min_score`` (a number,
+        at least 0) leaves out the results scoring below it (docs/search.md#min_score)."""
         from . import metrics
         from .services.search import observation_search
 
         with metrics.timed("search"):
             return observation_search(
-                user_id=user_id, query=query, type=type, limit=limit, scope=scope, since=since, until=until,
-                time_zone=time_zone, now=now, **self._kwargs()
+                user_id=user_id, query=query, type=type, limit=limit, min_score=min_score, scope=scope, since=since,
+                until=until, time_zone=time_zone, now=now, **self._kwargs()
             )
 
     def mem_context(self, user_id: str, *, limit: int | None = None, scope="", since=None, until=None):

@@ -228,6 +228,9 @@ class Observation(models.Model):
             ),
             # Timeline and synthetic summaries: a session's observations in creation order.
             models.Index(fields=["session", "created_at", "id"], name="ilab_mem_obs_session_created"),
+            # A user's every observation, deleted ones too, in creation order: an export and an
+            # erasure read one user's rows through it, whatever the other users hold.
+            models.Index(fields=["user_id", "created_at", "id"], name="ilab_mem_obs_user_created"),
             # The admin's default list order across all users.
             models.Index(fields=["-updated_at", "-id"], name="ilab_mem_obs_updated"),
             # A user's soft-deleted observations (stats, the admin's "deleted" filter): only

@@ -93,6 +93,22 @@ TIMELINE_AFTER = Count("after", 0, 50)
 SESSIONS_LIMIT = Count("limit", 1, 100)
 OBSERVATIONS_LIMIT = Count("limit", 1, 100)
 
+MIN_SCORE_MINIMUM = 0
+
+
+def clean_min_score(value: Any) -> float | None:
+    """None, or a finite number at least 0 (a search's ``min_score``: results scoring below it
+    are left out); else ValidationError naming ``min_score`` and the limit."""
+    if value is None:
+        return None
+    message = f"must be a number of at least {MIN_SCORE_MINIMUM}."
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValidationError("min_score", message, code="invalid_type")
+    if value < MIN_SCORE_MINIMUM:
+        raise ValidationError("min_score", message, code="min_value", limit=MIN_SCORE_MINIMUM)
+    return float(value)
+
+
 # -- what a caller gives a memory: declared once, every face derives its fields from here ------
 
 # How a moment is written, as ``clean_moment`` reads it.

@@ -161,10 +161,14 @@ SPECTACULAR_SETTINGS = {
 # here because imports of a large history are the one request that approaches it).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
-# Requests that act for another user_id (a service account naming one) are logged here.
+# Requests that act for another user_id (a service account naming one) are logged here, and a
+# server error's traceback whatever DEBUG says (Django's default shows it only with DEBUG on).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"ilab_memory.access": {"handlers": ["console"], "level": "INFO"}},
+    "loggers": {
+        "ilab_memory.access": {"handlers": ["console"], "level": "INFO"},
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
 }

@@ -178,6 +178,30 @@ def test_bad_limit_is_a_validation_error(mem, limit):
     assert error.value.field == "limit"
 
 
+def test_min_score_leaves_out_the_results_scoring_below_it(mem, clock):
+    save(mem, "u", "Kafka consumer lag", "kafka consumer lag alert at 10k messages")
+    save(mem, "u", "Kafka retention", "kafka topics keep seven days")
+    everything = mem.mem_search("u", "kafka consumer lag")
+    scores = [r.score.value for r in everything]
+    assert len(scores) == 2 and scores[0] > scores[1]
+    cut = (scores[0] + scores[1]) / 2
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=cut)) == ["Kafka consumer lag"]
+    assert mem.mem_search("u", "kafka consumer lag", min_score=scores[0] + 0.01) == []
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=0)) == titles(everything)
+    assert titles(mem.mem_search("u", "kafka consumer lag", min_score=scores[1] - 1e-6)) == titles(everything)
+
+
+@pytest.mark.parametrize(("min_score", "code"), [(-0.01, "min_value"), ("0.5", "invalid_type"), (True, "invalid_type"),
+                                                 (float("nan"), "invalid_type"), (float("inf"), "invalid_type")])
+def test_bad_min_score_is_a_validation_error_naming_it_and_its_limit(mem, min_score, code):
+    with pytest.raises(ValidationError) as error:
+        mem.mem_search("u", "x", min_score=min_score)
+    assert (error.value.field, error.value.code) == ("min_score", code)
+    assert "at least 0" in str(error.value)
+    if code == "min_value":
+        assert error.value.limit == 0
+
+
 def test_bad_type_is_a_validation_error(mem):
     with pytest.raises(ValidationError) as error:
         mem.mem_search("u", "x", type="Not A Slug")
@@ -279,14 +303,17 @@ def index_entries(observation_id) -> int:
         return cursor.fetchone()[0]
 
 
-def test_postgresql_full_text_index_keeps_a_small_pending_list(db):
+def test_postgresql_full_text_index_leads_with_the_user_and_keeps_a_small_pending_list(db):
+    """The test database is made by a superuser, so migration 0014 could create btree_gin."""
     from ilab_memory.services.search.postgresql import PG_PENDING_LIST_KB
 
     if connection.vendor != "postgresql":
-        pytest.skip("a GIN index option of PostgreSQL")
+        pytest.skip("a GIN index of PostgreSQL")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'ilab_mem_obs_search'")
-        assert f"gin_pending_list_limit={PG_PENDING_LIST_KB}" in cursor.fetchone()[0]
+        cursor.execute("SELECT c.reloptions, pg_get_indexdef(c.oid) FROM pg_class c WHERE relname LIKE 'ilab_mem_obs%%search'")
+        [(options, definition)] = cursor.fetchall()
+    assert f"gin_pending_list_limit={PG_PENDING_LIST_KB}" in options
+    assert "USING gin (user_id, search_vector)" in definition
 
 
 def test_hard_delete_removes_the_index_entry(mem, corpus):
@@ -415,3 +442,25 @@ class TestAMigrationThatAltersAField:
             assert not sqlite_triggers_present(connection)
             repair_after_migrate(using="default")
             assert sqlite_triggers_present(connection)
+
+
+@pytest.mark.parametrize("query", ["celery retry", "retries", "vector buffers", "migraciones", "database rejected"])
+def test_postgresql_reads_a_users_rows_or_its_index_with_the_same_results(mem, corpus, query, monkeypatch):
+    """A small user's rows are matched one by one, a large user's come from the index
+    (``postgresql.candidates_sql``): the same rows, scores and order either way, in a scope and
+    of a type as well."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's two paths")
+    from ilab_memory.services.search import lexical
+    from ilab_memory.services.search.postgresql import PostgreSQLEngine
+
+    save(mem, corpus, "Retry in the coding scope", "Celery retries apply to this scope too.", scope="coding")
+
+    def answers():
+        return [[(r.id, r.score.value) for r in mem.mem_search(corpus, query, **options)]
+                for options in ({}, {"scope": "coding"}, {"type": "decision"})]
+
+    monkeypatch.setitem(lexical.ENGINES, "postgresql", PostgreSQLEngine(read_rows_up_to=10**9))
+    by_rows = answers()
+    monkeypatch.setitem(lexical.ENGINES, "postgresql", PostgreSQLEngine(read_rows_up_to=0))
+    assert answers() == by_rows and any(by_rows)

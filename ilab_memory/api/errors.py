@@ -31,6 +31,8 @@ def app_error_response(exc: exceptions.IlabMemoryError) -> Response | None:
         return Response(encoding.error(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, NOT_FOUND_ERRORS):
         return Response(encoding.error(exc), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, exceptions.Conflict):
+        return Response(encoding.error(exc), status=status.HTTP_409_CONFLICT)
     return None
 
 

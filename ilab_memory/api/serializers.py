@@ -25,7 +25,16 @@ from ..conf import get_config
 from ..scopes import ALL, MAX_LISTED_SCOPES, SCOPE_PATTERN
 from ..services import document
 from ..services.privacy import shown_key
-from ..validation import CONTEXT_LIMIT, MAX_TTL_SECONDS, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
+from ..validation import (
+    CONTEXT_LIMIT,
+    MAX_TTL_SECONDS,
+    MIN_SCORE_MINIMUM,
+    SEARCH_LIMIT,
+    TIMELINE_AFTER,
+    TIMELINE_BEFORE,
+    Count,
+    clean_min_score,
+)
 
 # ---------------------------------------------------------------------------------------- inputs
 
@@ -299,6 +308,23 @@ class CountField(serializers.IntegerField):
         return self.count.clean(super().to_internal_value(data), get_config())
 
 
+class MinScoreField(serializers.FloatField):
+    """``min_score``: a number at least 0, checked by ``validation.clean_min_score`` (the one
+    check, in the words of every face); the minimum is shown in the schema."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.min_value = MIN_SCORE_MINIMUM  # for the schema only, as CountField's bounds
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                data = float(data)
+            except ValueError:
+                pass  # refused below, in clean_min_score's words
+        return clean_min_score(data)
+
+
 class TimelineQuerySerializer(serializers.Serializer):
     before = CountField(TIMELINE_BEFORE, required=False, default=5)
     after = CountField(TIMELINE_AFTER, required=False, default=5)
@@ -323,6 +349,10 @@ class SearchQuerySerializer(PeriodQuerySerializer):
     ))
     type = StrictCharField(required=False)
     limit = CountField(SEARCH_LIMIT, required=False)
+    min_score = MinScoreField(required=False, help_text=_(
+        "Leave out results whose score is below this number (at least 0). Scores are on one scale for every "
+        "query; see docs/search.md for a suggested value when results go into a prompt."
+    ))
     time_zone = StrictCharField(required=False, help_text=_(
         "The IANA time zone (Europe/Madrid) date phrases in q are read in; absent: the site's current time "
         "zone (TIME_ZONE, UTC by default)."

@@ -356,7 +356,7 @@ class ObservationViewSet(MemoryAPIMixin, GenericViewSet):
             with metrics.timed("search", face="api"):
                 results = search_services.observation_search(
                     user_id=user_id, query=query["q"], type=query.get("type"), limit=query.get("limit"),
-                    scope=scope, since=query.get("since"), until=query.get("until"),
+                    min_score=query.get("min_score"), scope=scope, since=query.get("since"), until=query.get("until"),
                     time_zone=query.get("time_zone"), now=query.get("now"),
                 )
         except ValidationError as error:

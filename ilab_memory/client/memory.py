@@ -25,6 +25,7 @@ from ..validation import (
     check_text,
     check_updatable,
     clean_choice,
+    clean_min_score,
     clean_moment,
     clean_time_zone,
     clean_ttl,
@@ -170,18 +171,21 @@ class MemoryClient:
         return types.DeleteResult(id=pk, hard=hard)
 
     def mem_search(self, user_id: str | None = None, query: str | None = None, *,
-                   type: str | None = None, limit: int | None = None,
+                   type: str | None = None, limit: int | None = None, min_score: float | None = None,
                    scope="", since=None, until=None, time_zone=None, now=None) -> list[types.ObservationCompact]:
         """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
         ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting. ``since`` / ``until`` keep
         to what happened in that period; a date phrase in the query ("last week") favours what
         happened then, read at ``now`` (default: the time of the request) in ``time_zone`` (an
-        IANA name or a ``ZoneInfo``; default: the site's current time zone)."""
+        IANA name or a ``ZoneInfo``; default: the site's current time zone). ``min_score`` (a
+        number, at least 0) leaves out the results scoring below it."""
         params = [("q", check_text("query", query, allow_blank=True))]
         if type is not None:
             params.append(("type", check_text("type", type, allow_blank=True)))
         if limit is not None:
             params.append(("limit", _count("limit", limit)))
+        if min_score is not None:
+            params.append(("min_score", repr(clean_min_score(min_score))))
         params += _period(since, until)
         if time_zone is not None:
             params.append(("time_zone", _zone_name(time_zone)))

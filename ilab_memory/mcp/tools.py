@@ -34,7 +34,15 @@ from ..types import (
     SessionStartResponse,
     Timeline,
 )
-from ..validation import CONTEXT_LIMIT, MAX_TTL_SECONDS, SEARCH_LIMIT, TIMELINE_AFTER, TIMELINE_BEFORE, Count
+from ..validation import (
+    CONTEXT_LIMIT,
+    MAX_TTL_SECONDS,
+    MIN_SCORE_MINIMUM,
+    SEARCH_LIMIT,
+    TIMELINE_AFTER,
+    TIMELINE_BEFORE,
+    Count,
+)
 
 OBSERVATION_VOCABULARY = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery",
                           "learning", "preference")
@@ -390,7 +398,7 @@ def _in_period(args: dict[str, Any]) -> str:
 
 def _search(memory, user_id, scope, args):
     results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit"),
-                                       scope=scope, since=args.get("since"), until=args.get("until"),
+                                       min_score=args.get("min_score"), scope=scope, since=args.get("since"), until=args.get("until"),
                                        time_zone=args.get("time_zone")))
     data = {"results": results}
     if not results:
@@ -552,6 +560,10 @@ def tool_specs(config: Config) -> list[ToolSpec]:
                           "description": "Words and \"quoted phrases\"."},
                 "type": _type(config, purpose="Only memories of this type."),
                 "limit": _count(SEARCH_LIMIT, config, config.SEARCH_DEFAULT_LIMIT, "How many results at most."),
+                "min_score": {"type": "number", "minimum": MIN_SCORE_MINIMUM,
+                              "description": "Leave out results whose score is below this (one scale for every "
+                              "query). Before putting results into a prompt, 0.2 keeps most answers and leaves "
+                              "out most unrelated results; absent: every result."},
                 **_period(),
                 "time_zone": {"type": "string",
                               "description": "The user's IANA time zone (Europe/Madrid), in which the query's "

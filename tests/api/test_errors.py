@@ -111,3 +111,12 @@ def test_unknown_fields_named_detail_and_code_still_get_the_error_shape(as_alice
     body = response.json()
     assert isinstance(body["detail"], str) and body["code"] == "invalid"
     assert set(body["errors"]) == {"detail", "code"}
+
+
+def test_a_race_lost_on_every_retry_is_409_conflict():
+    """What the services raise when concurrent writers won every retry (services/transactions.py)."""
+    from ilab_memory.api.errors import app_error_response
+    from ilab_memory.exceptions import Conflict
+
+    response = app_error_response(Conflict("Concurrent writes won every retry; nothing was written."))
+    assert response.status_code == 409 and response.data["code"] == "conflict"

@@ -62,3 +62,31 @@ def test_a_bad_query_is_named_q_as_the_caller_spelled_it(as_alice, q, code):
     body = response.json()
     assert list(body["errors"]) == ["q"] and body["code"] == code
     assert body["detail"].startswith("q: ") and "query" not in body["detail"]
+
+
+def test_min_score_leaves_out_the_tail_and_above_every_score_leaves_nothing(as_alice):
+    save(as_alice, "Boiler service", "The boiler is serviced every October by Acme Heating.")
+    save(as_alice, "Boiler pressure", "Keep the boiler at 1.5 bar.")
+    everything = as_alice.get(API + "observations/search/", {"q": "boiler serviced October"}).json()
+    scores = [r["score"]["value"] for r in everything]
+    assert len(scores) >= 2 and scores[0] > scores[-1]
+    cut = (scores[0] + scores[-1]) / 2
+    kept = as_alice.get(API + "observations/search/", {"q": "boiler serviced October", "min_score": cut})
+    assert kept.status_code == 200
+    assert [r["id"] for r in kept.json()] == [r["id"] for r in everything if r["score"]["value"] >= cut]
+    assert 0 < len(kept.json()) < len(everything)
+    above = as_alice.get(API + "observations/search/", {"q": "boiler serviced October", "min_score": scores[0] + 0.01})
+    assert above.status_code == 200 and above.json() == []
+    assert as_alice.get(API + "observations/search/", {"q": "boiler", "min_score": "0"}).json() != []
+
+
+@pytest.mark.parametrize(("value", "code"), [("-0.1", "min_value"), ("abc", "invalid_type"), ("nan", "invalid_type"),
+                                             ("inf", "invalid_type")])
+def test_a_bad_min_score_is_a_400_naming_min_score_and_its_limit(as_alice, value, code):
+    response = as_alice.get(API + "observations/search/", {"q": "boiler", "min_score": value})
+    assert response.status_code == 400
+    body = response.json()
+    assert list(body["errors"]) == ["min_score"] and body["code"] == code
+    assert "at least 0" in body["detail"]
+    if code == "min_value":
+        assert body["limit"] == 0

@@ -94,6 +94,19 @@ def test_every_tool_through_a_whole_session(mcp_url, alice, mode):
         assert fresh.content[0].text.startswith("NEW session")
 
 
+def test_min_score_leaves_out_the_results_below_it(as_alice):
+    as_alice.ok("mem_save", title="Boiler service", content="The boiler is serviced every October by Acme Heating.")
+    as_alice.ok("mem_save", title="Boiler pressure", content="Keep the boiler at 1.5 bar.")
+    everything = as_alice.ok("mem_search", query="boiler serviced October")["results"]
+    scores = [r["score"]["value"] for r in everything]
+    assert len(scores) >= 2 and scores[0] > scores[-1]
+    cut = (scores[0] + scores[-1]) / 2
+    kept = as_alice.ok("mem_search", query="boiler serviced October", min_score=cut)["results"]
+    assert [r["id"] for r in kept] == [r["id"] for r in everything if r["score"]["value"] >= cut]
+    assert 0 < len(kept) < len(everything)
+    assert as_alice.ok("mem_search", query="boiler serviced October", min_score=scores[0] + 0.01)["results"] == []
+
+
 def test_unknown_tool_is_a_protocol_error(as_alice):
     with pytest.raises(MCPError, match="Unknown tool"):
         as_alice.call("mem_forget_everything")

@@ -52,7 +52,8 @@ def index_schema() -> dict:
                        "WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal", [OBSERVATION_TABLE])
         found.update(cursor.fetchall())
         cursor.execute("SELECT 'index ' || indexname, indexdef FROM pg_indexes "
-                       "WHERE tablename = %s AND indexname = 'ilab_mem_obs_search'", [OBSERVATION_TABLE])
+                       "WHERE tablename = %s AND indexname IN ('ilab_mem_obs_search', 'ilab_mem_obs_user_search')",
+                       [OBSERVATION_TABLE])
         found.update(cursor.fetchall())
         cursor.execute("SELECT 'column ' || attname, format_type(atttypid, atttypmod) FROM pg_attribute "
                        "WHERE attrelid = to_regclass(%s) AND attname = 'search_vector' AND NOT attisdropped",
@@ -88,15 +89,18 @@ def schema() -> list:
 @pytest.mark.django_db(transaction=True)
 def test_the_live_index_statements_build_what_the_migrations_built():
     """``ilab_memory_rebuild_index`` and the SQLite repair keep their own copy of the index
-    statements: they must build the very index that migrations 0002 and 0008 build."""
+    statements: they must build the very index that migrations 0002, 0008 and 0014 build."""
     search_index = import_module("ilab_memory.migrations.0002_search_index")
     pending_list = import_module("ilab_memory.migrations.0008_search_index_pending_list")
+    user_first = import_module("ilab_memory.migrations.0014_user_first_indexes")
     with connection.schema_editor() as editor:
+        user_first.words_only_search_index(None, editor)
         pending_list.default_pending_list(None, editor)
         search_index.uninstall(None, editor)
         assert index_schema() == {}
         search_index.install(None, editor)
         pending_list.small_pending_list(None, editor)
+        user_first.user_first_search_index(None, editor)
     migrated = index_schema()
     assert migrated
     with connection.schema_editor() as editor:

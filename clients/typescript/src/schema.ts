@@ -1744,6 +1744,8 @@ export interface operations {
         parameters: {
             query: {
                 limit?: number;
+                /** @description Leave out results whose score is below this number (at least 0). Scores are on one scale for every query; see docs/search.md for a suggested value when results go into a prompt. */
+                min_score?: number;
                 /** @description The moment date phrases in q are read from ("yesterday" is the day before it), e.g. when a conversation of the past is replayed; absent: the time of the request. An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date (2026-03-01: its midnight, UTC); a date-time without an offset is refused. */
                 now?: string;
                 /** @description Words and "quoted phrases"; memories holding every term rank first. A date phrase ("last week", "ayer") favours memories that happened in the period it names, read at now (default: the request's time) in time_zone; it never filters. */

@@ -53,6 +53,14 @@ test("a 400 for a query: a blank search and an out-of-range limit", async () => 
   assert.ok("limit" in limit.fieldErrors);
 });
 
+test("a 400 for a negative min_score names min_score and its limit", async () => {
+  const negative = await refusal(memory.search("plan", { min_score: -0.1 }));
+  assert.equal(negative.status, 400);
+  assert.equal(negative.code, "min_value");
+  assert.equal(negative.limit, 0);
+  assert.deepEqual(Object.keys(negative.fieldErrors), ["min_score"]);
+});
+
 test("a query too long for a URL is refused before it is sent, naming q", async () => {
   let sent = 0;
   const counting = new MemoryClient({

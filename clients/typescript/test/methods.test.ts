@@ -97,6 +97,23 @@ test("get, update, revisions, timeline, search and context read what was saved",
   assert.ok(context.every((row) => row.score?.kind === "context"));
 });
 
+test("min_score leaves out the results scoring below it", async () => {
+  const user = "ts-min-score";
+  const mine = new MemoryClient({ baseUrl: site.apiUrl, token: site.backend.token, userId: user });
+  await mine.save({ title: "Boiler service", content: "The boiler is serviced every October by Acme Heating." });
+  await mine.save({ title: "Boiler pressure", content: "Keep the boiler at 1.5 bar." });
+  const all = await mine.search("boiler serviced October");
+  assert.ok(all.length >= 2);
+  const scores = all.map((row) => row.score!.value);
+  assert.ok(scores[0]! > scores.at(-1)!);
+  const cut = (scores[0]! + scores.at(-1)!) / 2;
+  const kept = await mine.search("boiler serviced October", { min_score: cut });
+  assert.deepEqual(kept.map((row) => row.id), all.filter((row) => row.score!.value >= cut).map((row) => row.id));
+  assert.ok(kept.length > 0 && kept.length < all.length);
+  assert.deepEqual(await mine.search("boiler serviced October", { min_score: scores[0]! + 0.01 }), []);
+  await mine.forget({ confirm: user });
+});
+
 test("delete hides an observation, hard delete erases it; stats count both", async () => {
   const kept = (await memory.save({ title: "Kept", content: "Stays." })).observation;
   const soft = (await memory.save({ title: "Soft", content: "Hidden, restorable." })).observation;

@@ -33,6 +33,7 @@ from ...validation import (
     SEARCH_LIMIT,
     check_length,
     check_text,
+    clean_min_score,
     clean_moment,
     clean_time_zone,
     clean_type,
@@ -65,6 +66,7 @@ def observation_search(
     query: str,
     type: str | None = None,
     limit: int | None = None,
+    min_score: float | None = None,
     scope="",
     since=None,
     until=None,
@@ -78,11 +80,12 @@ def observation_search(
     own first on equal scores. ``since`` / ``until``: only those that happened from ``since``
     to before ``until``. A date phrase in the query favours what happened in the period it
     names (``periods``), read at ``now`` (default: the current time) in ``time_zone`` (an IANA
-    name or a tzinfo; default: Django's current time zone).
+    name or a tzinfo; default: Django's current time zone). ``min_score``: results whose score is
+    below it are left out (so fewer than ``limit`` may come back).
 
     Writes only the vectors of its budget of the user's waiting memories (``embedding.
     embed_for_search``), before it reads; the ranking is read-only. Raises ValidationError for
-    a blank or over-long query, a bad type or limit.
+    a blank or over-long query, a bad type, limit or min_score.
     """
     config = config or get_config()
     user_id = clean_user_id(user_id, limit=config.MAX_USER_ID_CHARS)
@@ -91,6 +94,7 @@ def observation_search(
     if type is not None:
         type = clean_type(type, allowed=None)
     limit = _clean_limit(limit, config)
+    min_score = clean_min_score(min_score)
     window = clean_window(since, until)
     now = clean_moment("now", now) or timezone.now()
     time_zone = clean_time_zone(time_zone)
@@ -110,13 +114,16 @@ def observation_search(
     scored = _decide(candidates, meaning, reach=reach, engine=engine, lexical=lexical, period=period, now=now,
                      limit=limit, user_id=user_id, config=config, using=using)
     read = None if period is None else {"phrase": period.phrase, "start": iso(period.start), "end": iso(period.end)}
-    return [
+    results = [
         observation_compact(row, preview_chars=config.PREVIEW_CHARS, score=judged.score(
             engine=engine, mode=mode, terms=len(parsed.terms), model_id=meaning.model_id, scope=row.scope,
             period=read,
         ))
         for judged, row in scored
     ]
+    if min_score is None:
+        return results
+    return [result for result in results if result.score.value >= min_score]
 
 
 def _candidates(parsed, query: str, *, user_id: str, reach: Reach, type: str | None, limit: int, window: Window,

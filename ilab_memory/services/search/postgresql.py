@@ -17,10 +17,20 @@ from .query import SEPARATOR_CLASS, ParsedQuery, any_terms
 
 # The GIN index keeps new entries in a pending list that every search scans until it is merged
 # (at gin_pending_list_limit, by default 4 MB, or by VACUUM). A small list keeps searches cheap
-# on a site that writes all day, for little cost to saves.
+# on a site that writes all day, for little cost to saves. With btree_gin (migration 0014) the
+# index leads with user_id, so a word's entries are read for the searching user only.
 PG_PENDING_LIST_KB = 128
-PG_CREATE_INDEX = f"""CREATE INDEX IF NOT EXISTS ilab_mem_obs_search ON {OBSERVATION_TABLE} USING gin (search_vector)
-    WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"""
+PG_EXTENSION = "btree_gin"
+PG_INDEX = "ilab_mem_obs_user_search"  # (user_id, search_vector), with the extension
+PG_INDEX_WITHOUT_EXTENSION = "ilab_mem_obs_search"  # (search_vector)
+_GIN = f"USING gin (%s) WITH (gin_pending_list_limit = {PG_PENDING_LIST_KB})"
+PG_CREATE_INDEX = f"""DO $$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = '{PG_EXTENSION}') THEN
+        CREATE INDEX IF NOT EXISTS {PG_INDEX} ON {OBSERVATION_TABLE} {_GIN % "user_id, search_vector"};
+    ELSE
+        CREATE INDEX IF NOT EXISTS {PG_INDEX_WITHOUT_EXTENSION} ON {OBSERVATION_TABLE} {_GIN % "search_vector"};
+    END IF;
+END $$"""
 PG_CREATE = (
     f"ALTER TABLE {OBSERVATION_TABLE} ADD COLUMN IF NOT EXISTS search_vector tsvector",
     # The same rule as ``query.fold``. normalize() is built in (PostgreSQL 13+, UTF8 databases).
@@ -90,10 +100,39 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
     return all_query, any_query
 
 
-def ranked_sql(type_filter: bool, in_scopes: str) -> str:
+# Up to this many live rows, a user's words search reads the user's rows and matches each one;
+# above, it reads the index (``candidates_sql``).
+PG_READ_ROWS_UP_TO = 2000
+_CANDIDATE_COLUMNS = """o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
+                   substr(o.content, 1, q.head) AS content_head, o.search_vector,
+                   o.search_vector @@ q.all_terms AS all_terms"""
+
+
+def candidates_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int) -> str:
+    """The user's rows that hold any alternative, by one of two paths chosen by the user's size:
+    each branch's size test is a one-time filter, so the other branch never runs. A small user's
+    rows are read and matched one by one, a cost no other user's rows change. A large user's
+    come from the index, which leads with user_id (migration 0014), so a word's entries are read
+    for this user only; a prefix alternative there reads the entries of every word it starts,
+    of every user. Parameters: user_id, the parameters of ``in_scopes``, [type], twice."""
+    of_type = "AND o.type = %s" if type_filter else ""
+    return f"""
+        candidates AS (
+            SELECT {_CANDIDATE_COLUMNS}
+            FROM (SELECT * FROM {OBSERVATION_TABLE} WHERE user_id = %s OFFSET 0) o, q
+            WHERE (SELECT n FROM total) <= {read_rows_up_to:d}{in_scopes} AND o.search_vector @@ q.any_terms {of_type}
+            UNION ALL
+            SELECT {_CANDIDATE_COLUMNS}
+            FROM {OBSERVATION_TABLE} o, q
+            WHERE (SELECT n FROM total) > {read_rows_up_to:d} AND o.user_id = %s{in_scopes}
+                  AND o.search_vector @@ q.any_terms {of_type}
+        )"""
+
+
+def ranked_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int = PG_READ_ROWS_UP_TO) -> str:
     """The ranked statement; its parameters: head, all-terms and any-term tsquery, the number of
-    terms, the alternatives' tsqueries (an array, the terms first), user_id, the parameters of
-    ``in_scopes`` (the rows a read sees, ``lexical.matching_rows``), [type], user_id, count."""
+    terms, the alternatives' tsqueries (an array, the terms first), user_id, then those of
+    ``candidates_sql`` (``in_scopes``: the rows a read sees, ``lexical.matching_rows``), count."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
     # live observations, the shape of FTS5's bm25, still in one statement. ``coverage`` is the
@@ -104,14 +143,6 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
             SELECT i, alternative::tsquery AS alternative, i <= %s AS is_term
             FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
         ),
-        candidates AS (
-            SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
-                   substr(o.content, 1, q.head) AS content_head, o.search_vector,
-                   o.search_vector @@ q.all_terms AS all_terms
-            FROM {OBSERVATION_TABLE} o, q
-            WHERE o.user_id = %s{in_scopes} AND o.search_vector @@ q.any_terms
-                  {"AND o.type = %s" if type_filter else ""}
-        ),
         -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
         -- (inlined, the planner re-ran the count and the document frequencies per candidate,
         -- a cost that grows with the square of a common word's matches).
@@ -120,7 +151,7 @@ def ranked_sql(type_filter: bool, in_scopes: str) -> str:
             -- filter would read each row), and a collection size, as FTS5 counts its whole index.
             -- Expired rows count until the sweep erases them, for the same reason.
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
-        ),
+        ),{candidates_sql(type_filter, in_scopes, read_rows_up_to)},
         frequency AS MATERIALIZED (
             SELECT i, alternative, is_term, ln(1 + (n - df + 0.5) / (df + 0.5)) AS idf
             FROM (SELECT a.i, a.alternative, a.is_term, total.n, count(c.id)::float AS df
@@ -150,13 +181,16 @@ class PostgreSQLEngine:
 
     name = "postgresql-ts_rank"
 
+    def __init__(self, read_rows_up_to: int = PG_READ_ROWS_UP_TO):
+        self.read_rows_up_to = read_rows_up_to
+
     def ranked(self, parsed: ParsedQuery, *, user_id: str, in_scopes: str, scopes: list, type: str | None,
                head: int, count: int) -> tuple[str, list]:
         all_query, any_query = tsqueries(parsed)
         alternatives = [tsquery_phrase(term) for term in any_terms(parsed)]
-        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *scopes,
-                  *([type] if type else []), user_id, count]
-        return ranked_sql(type is not None, in_scopes), params
+        each_path = [user_id, *scopes, *([type] if type else [])]
+        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *each_path, *each_path, count]
+        return ranked_sql(type is not None, in_scopes, self.read_rows_up_to), params
 
 
 ENGINE = PostgreSQLEngine()
