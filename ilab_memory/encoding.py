@@ -41,6 +41,7 @@ DESCRIPTIONS = {
     "waiting_for_vector": "Live observations not yet embedded by the current model (found by their words).",
 }
 UUID_FIELDS = frozenset({"id", "session_id"})
+BLANK_ALLOWED = frozenset({"scope"})  # "" is the shared space; other text is never blank
 AT_LEAST_ONE = frozenset({"revision_count", "duplicate_count"})  # other integers are counts from 0
 
 
