@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 from .exceptions import ConfigurationError
 from .scopes import SCOPE_COLUMN_CHARS, is_slug
@@ -250,7 +250,7 @@ def validate_values(values: dict[str, Any]) -> list[str]:
 _RATE = re.compile(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

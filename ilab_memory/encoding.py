@@ -5,7 +5,7 @@ and error results. A value's JSON is its dataclass fields in declaration order (
 timestamps are strings already); a score adds the kind it ranks by. Each shape's JSON Schema is
 derived from the same fields' annotations, so a field added to a type is encoded and described
 at once: the two cannot drift. The API's output serializers describe the same shapes for
-OpenAPI; ``tests/api/test_encoding.py`` checks that they render these dicts and document these
+OpenAPI; ``tests/test_encoding.py`` checks that they render these dicts and document these
 schemas. No Django import.
 """
 
@@ -15,10 +15,14 @@ import dataclasses
 import functools
 import typing
 from types import UnionType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from .exceptions import IlabMemoryError, ValidationError
-from .types import ContextScore, SearchScore
+from .types import ContextScore, SearchScore, field_names
+from .validation import MAX_TTL_SECONDS, NO_DEFAULT, TYPE_PATTERN, MemoryField
+
+if TYPE_CHECKING:
+    from .conf import Config
 
 # What a score ranks, as its JSON says it.
 SCORE_KINDS: dict[type, str] = {ContextScore: "context", SearchScore: "search"}
@@ -37,6 +41,7 @@ DESCRIPTIONS = {
     "waiting_for_vector": "Live observations not yet embedded by the current model (found by their words).",
 }
 UUID_FIELDS = frozenset({"id", "session_id"})
+BLANK_ALLOWED = frozenset({"scope"})  # "" is the shared space; other text is never blank
 AT_LEAST_ONE = frozenset({"revision_count", "duplicate_count"})  # other integers are counts from 0
 
 
@@ -45,11 +50,6 @@ def score_kind(score: ContextScore | SearchScore) -> str:
         return SCORE_KINDS[type(score)]
     except KeyError:
         raise TypeError(f"not a score: {type(score).__name__}") from None
-
-
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(cls))
 
 
 def encode(value: Any) -> Any:
@@ -62,7 +62,9 @@ def encode(value: Any) -> Any:
         return [encode(item) for item in value]
     if isinstance(value, dict):
         return dict(value)  # metadata and counts: JSON already; a copy keeps the frozen value's own
-    return {name: encode(getattr(value, name)) for name in _field_names(type(value))}
+    # A value of ilab_memory.types (field_names raises TypeError for anything else); mypy cannot
+    # tell that from ``Any``, hence the ignore.
+    return {name: encode(getattr(value, name)) for name in field_names(type(value))}  # type: ignore[arg-type]
 
 
 def error(exc: IlabMemoryError) -> dict[str, Any]:
@@ -97,7 +99,10 @@ def schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of ``encode(value)`` for a value of the dataclass ``cls``: every field is
     always present, and nothing else."""
     hints = typing.get_type_hints(cls)
-    properties = {name: _described(_annotation_schema(hints[name], name), name) for name in _field_names(cls)}
+    properties = {
+        field.name: _described(_annotation_schema(hints[field.name], field.name), field)
+        for field in dataclasses.fields(cls)
+    }
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
 
@@ -112,8 +117,15 @@ def listing_schema(key: str, item: type) -> dict[str, Any]:
     }
 
 
-def _described(schema: dict[str, Any], name: str) -> dict[str, Any]:
-    return {**schema, "description": DESCRIPTIONS[name]} if name in DESCRIPTIONS else schema
+def description(field: dataclasses.Field[Any]) -> str | None:
+    """What a record's field is, in the words of every face: its own (``types.described``), else
+    the words for every field of that name."""
+    return field.metadata.get("description", DESCRIPTIONS.get(field.name))
+
+
+def _described(schema: dict[str, Any], field: dataclasses.Field[Any]) -> dict[str, Any]:
+    text = description(field)
+    return {**schema, "description": text} if text is not None else schema
 
 
 def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
@@ -140,7 +152,7 @@ def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
         if item is Any:
             return {"type": "object"}
         return {"type": "object", "additionalProperties": _annotation_schema(item, name)}
-    if dataclasses.is_dataclass(annotation):
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return schema(annotation)
     if annotation is bool:
         return {"type": "boolean"}
@@ -157,3 +169,35 @@ def _annotation_schema(annotation: Any, name: str) -> dict[str, Any]:
             return {"type": "string", "format": "date-time"}
         return {"type": "string"}
     raise TypeError(f"No JSON Schema for {annotation!r}")
+
+
+def memory_field_schema(field: MemoryField, config: Config, *, update: bool) -> dict[str, Any]:
+    """The JSON Schema of what a save (or an update) takes for ``field``, its bound read from the
+    settings: the MCP tools' input schemas are built from these."""
+    nullable = field.nullable(update=update)
+    if field.kind in ("text", "slug"):
+        schema: dict[str, Any] = {"type": "string"}
+        if field.kind == "slug":
+            schema["pattern"] = f"^{TYPE_PATTERN.pattern}$"
+            if config.OBSERVATION_TYPES is not None:
+                schema["enum"] = list(config.OBSERVATION_TYPES)
+        elif not nullable:
+            schema["minLength"] = 1
+        if field.limit is not None:
+            schema["maxLength"] = getattr(config, field.limit)
+    elif field.kind == "object":
+        schema = {"type": "object"}
+    elif field.kind == "moment":
+        schema = {"type": "string"}
+    elif field.kind == "seconds":
+        schema = {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECONDS}
+    else:
+        raise TypeError(f"No JSON Schema for a field of kind {field.kind!r}")
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    if not update and field.default is not NO_DEFAULT and field.default is not None:
+        schema["default"] = field.default
+    words = field.words(update=update)
+    if words is not None:
+        schema["description"] = words
+    return schema

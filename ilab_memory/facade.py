@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import warnings
 from typing import Any
@@ -337,7 +338,7 @@ def _migration_lock(path: str):
     this lock each process plans after the one before it has finished.
     """
     with open(path + MIGRATION_LOCK_SUFFIX, "a+b") as handle:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt
 
             while True:  # LK_LOCK gives up after 10 attempts; waiting is what is wanted here

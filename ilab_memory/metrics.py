@@ -9,33 +9,39 @@ operation and the face only.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-try:
-    import prometheus_client
-except ImportError:  # the extra is not installed
-    prometheus_client = None
-
 from .conf import get_config
+
+# Whether the extra is installed; the module itself is imported where it is used.
+_INSTALLED = importlib.util.find_spec("prometheus_client") is not None
 
 # The face a call came through when the face does not say it itself: the MCP server sets "mcp"
 # around its tools, which call the facade.
 _face: ContextVar[str] = ContextVar("ilab_memory_metrics_face", default="facade")
 _instruments = None
+# The first calls may come from several threads at once: one creates the instruments.
+_creating = threading.Lock()
 
 
 def enabled() -> bool:
     """Whether metrics are recorded: the extra installed and ``METRICS`` on."""
-    return prometheus_client is not None and get_config().METRICS
+    return _INSTALLED and get_config().METRICS
 
 
 def _get():
     global _instruments
-    if _instruments is None:
+    if _instruments is not None:
+        return _instruments
+    with _creating:
+        if _instruments is not None:
+            return _instruments
         from prometheus_client import REGISTRY, Counter, Histogram
 
         _instruments = {

@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import ValidationError
 
 if TYPE_CHECKING:
+    import numpy as np
     from django.db.models import Q
+
+
+# The settings object (conf.Config, which imports this module: named here by what it is).
+Settings = Any
 
 SHARED = ""
 ALL = "*"
@@ -71,7 +76,7 @@ class Reach:
             return Q(**{f"{prefix}scope": self.scopes[0]})
         return Q(**{f"{prefix}scope__in": self.scopes})
 
-    def sql(self, column: str) -> tuple[str, list]:
+    def sql(self, column: str) -> tuple[str, list[str]]:
         """An ``AND column IN (...)`` clause for a raw statement, and its parameters ("" when
         every scope is read)."""
         if self.scopes is None:
@@ -80,14 +85,14 @@ class Reach:
             return f" AND {column} = %s", list(self.scopes)
         return f" AND {column} IN ({', '.join(['%s'] * len(self.scopes))})", list(self.scopes)
 
-    def own_first_sql(self, column: str) -> tuple[str, list]:
+    def own_first_sql(self, column: str) -> tuple[str, list[str]]:
         """A raw statement's sort key ranking the reader's own scope first (1, else 0), and its
         parameters; a constant ``0`` when the rows come from one scope or none is the reader's."""
         if self.own is None or (self.scopes is not None and len(self.scopes) == 1):
             return "0", []
         return f"CASE WHEN {column} = %s THEN 1 ELSE 0 END", [self.own]
 
-    def mask(self, row_scopes, present: frozenset):
+    def mask(self, row_scopes: np.ndarray, present: frozenset[str]) -> np.ndarray | None:
         """Which rows of a numpy matrix are in reach, given each row's scope (a numpy array) and
         the distinct scopes among them (``present``): a boolean array, or None when every row is."""
         if self.scopes is None or present <= set(self.scopes):
@@ -114,7 +119,7 @@ def is_slug(value: Any, *, max_chars: int = SCOPE_COLUMN_CHARS) -> bool:
     return isinstance(value, str) and bool(SCOPE_PATTERN.fullmatch(value)) and len(value) <= max_chars
 
 
-def _check_slug(value: Any, *, config, held: bool = False) -> str:
+def _check_slug(value: Any, *, config: Settings, held: bool = False) -> str:
     """A slug within the settings' rules; ``held``: within the column only (data already stored)."""
     if not isinstance(value, str):
         raise ValidationError("scope", f"must be a string, not {type(value).__name__}.", code="invalid_type")
@@ -132,7 +137,7 @@ def _check_slug(value: Any, *, config, held: bool = False) -> str:
     return value
 
 
-def clean_write_scope(value: Any, *, config) -> str:
+def clean_write_scope(value: Any, *, config: Settings) -> str:
     """The one scope a write lands in: a slug, or ``SHARED`` (also for None)."""
     if value is None:
         return SHARED
@@ -142,14 +147,14 @@ def clean_write_scope(value: Any, *, config) -> str:
     return _check_slug(value, config=config)
 
 
-def clean_target_scope(value: Any, *, config) -> str:
+def clean_target_scope(value: Any, *, config: Settings) -> str:
     """The scope a write by id finds its row in: one scope (None: ``SHARED``), or ``ALL``."""
     if value == ALL:
         return ALL
     return clean_write_scope(value, config=config)
 
 
-def clean_held_scope(value: Any, *, config) -> str:
+def clean_held_scope(value: Any, *, config: Settings) -> str:
     """The data an erasure or an export names: ``ALL`` (also None: the whole user), or one
     scope of data already held, whatever the settings now allow."""
     if value is None or value == ALL:
@@ -159,7 +164,7 @@ def clean_held_scope(value: Any, *, config) -> str:
     return _check_slug(value, config=config, held=True)
 
 
-def clean_read_reach(value: Any, *, config) -> Reach:
+def clean_read_reach(value: Any, *, config: Settings) -> Reach:
     """What a read of ``value`` sees: a scope and the shared space (None: the shared space);
     ``ALL``: every scope; a list: exactly those. A Reach is clean already and passes as it is."""
     if isinstance(value, Reach):

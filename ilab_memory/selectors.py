@@ -149,7 +149,8 @@ def observation_timeline(
     later = Q(created_at__gt=anchor.created_at) | Q(created_at=anchor.created_at, id__gt=anchor.id)
     before_rows = list(same_session.filter(earlier).order_by("-created_at", "-id")[:before])
     after_rows = same_session.filter(later).order_by("created_at", "id")[:after]
-    anchor.content_head = anchor.content[: preview_chars + 1]
+    # The head the other rows get from with_content_head, cut here from the content already read.
+    anchor.content_head = anchor.content[: preview_chars + 1]  # type: ignore[attr-defined]
 
     def compact(row):
         return observation_compact(row, preview_chars=preview_chars)

@@ -24,7 +24,7 @@ from .scopes import SHARED, SHARED_SPACE, Reach
 from .visibility import OPEN, Window, live_sql
 
 ACTIVE = SessionStatus.ACTIVE.value
-OBSERVATION_COLUMNS = ", ".join(field.column for field in Observation._meta.concrete_fields)
+OBSERVATION_COLUMNS = ", ".join(str(field.column) for field in Observation._meta.concrete_fields)
 
 
 def _param(model, field: str, value, connection):

@@ -7,9 +7,25 @@ the same attributes) and are the only code that turns stored rows into these val
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, overload
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+
+def described(text: str) -> dict[str, str]:
+    """A field's metadata giving the description every face shows (the API's schema, the MCP tools'
+    output schemas): ``happened_at: str = field(metadata=described("..."))``."""
+    return {"description": text}
+
+
+HAPPENED_AT = "When what it says happened (UTC): the time it was saved unless the writer said."
 
 
 @dataclass(frozen=True)
@@ -19,7 +35,7 @@ class _Score:
     value: float
     breakdown: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def _check(self, other):
+    def _check(self, other: object) -> TypeGuard[_Score]:
         if isinstance(other, _Score) and type(other) is not type(self):
             raise TypeError(
                 f"{type(self).__name__} and {type(other).__name__} rank different things "
@@ -27,30 +43,30 @@ class _Score:
             )
         return type(other) is type(self)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value == other.value
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, self.value))
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value < other.value
 
-    def __le__(self, other):
+    def __le__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value <= other.value
 
-    def __gt__(self, other):
+    def __gt__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value > other.value
 
-    def __ge__(self, other):
+    def __ge__(self, other: object) -> bool:
         if not self._check(other):
             return NotImplemented
         return self.value >= other.value
@@ -75,7 +91,7 @@ class ObservationCompact:
     topic_key: str | None
     session_id: str
     updated_at: str
-    happened_at: str  # when what it says happened (the save time unless the caller said)
+    happened_at: str = field(metadata=described(HAPPENED_AT))
     scope: str
     score: ContextScore | SearchScore | None
 
@@ -96,10 +112,13 @@ class ObservationRecord:
     redacted_blocks: int
     created_at: str
     updated_at: str
-    happened_at: str
+    happened_at: str = field(metadata=described(HAPPENED_AT))
     last_seen_at: str
     deleted_at: str | None
-    expires_at: str | None  # None: never by itself (its type's RETENTION may still apply)
+    expires_at: str | None = field(metadata=described(
+        "When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). "
+        "From then on no read sees it."
+    ))
 
 
 @dataclass(frozen=True)
@@ -111,7 +130,7 @@ class ObservationRevisionRecord:
     content: str
     topic_key: str | None
     metadata: dict[str, Any]
-    happened_at: str
+    happened_at: str = field(metadata=described("When what this version says happened."))
     written_at: str
     replaced_at: str
 
@@ -174,7 +193,9 @@ class DeleteResult:
 @dataclass(frozen=True)
 class MemoryStats:
     user_id: str
-    scope: str  # what was counted: a scope and the shared space, "*", or a list joined by ","
+    scope: str = field(metadata=described(
+        "What was counted: '*' (every scope), or the scopes read joined by ',' (\"\": shared)."
+    ))
     sessions: int
     active_sessions: int
     completed_sessions: int
@@ -192,7 +213,15 @@ class MemoryStats:
 
 ELLIPSIS = "…"
 
+_Value = TypeVar("_Value", bound="DataclassInstance")
 
+
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
@@ -206,83 +235,51 @@ def preview(text: str, limit: int) -> str:
     return text[:limit] + ELLIPSIS
 
 
-def session_record(session, observation_count: int) -> SessionRecord:
-    return SessionRecord(
-        id=str(session.id),
-        user_id=session.user_id,
-        scope=session.scope,
-        status=str(session.status),  # a plain str, also when the service set the enum member
-        started_at=iso(session.started_at),
-        last_activity_at=iso(session.last_activity_at),
-        ended_at=iso(session.ended_at),
-        summary=session.summary,
-        is_auto_generated=session.is_auto_generated,
-        observation_count=observation_count,
-    )
+@functools.cache
+def field_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
+    """The names of a record's fields, in order (read once per class)."""
+    return tuple(field.name for field in dataclasses.fields(cls))
 
 
-def session_summary_compact(session) -> SessionSummaryCompact:
+def from_row(cls: type[_Value], row: Any, **given: Any) -> _Value:
+    """``cls`` filled from ``row``'s attributes of the same names, except those ``given``: ids
+    (UUIDs) become strings, moments ISO strings in UTC, choices their plain values. The one place
+    a row's columns become a record's fields, so a field added to a record needs no code here."""
+    values = {name: _plain(getattr(row, name)) for name in field_names(cls) if name not in given}
+    return cls(**values, **given)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, enum.Enum):  # a choice the service set as its enum member
+        return value.value
+    return value
+
+
+def session_record(session: Any, observation_count: int) -> SessionRecord:
+    return from_row(SessionRecord, session, observation_count=observation_count)
+
+
+def session_summary_compact(session: Any) -> SessionSummaryCompact:
     """From a completed session annotated with ``observation_count``."""
-    return SessionSummaryCompact(
-        session_id=str(session.id),
-        scope=session.scope,
-        started_at=iso(session.started_at),
-        ended_at=iso(session.ended_at),
-        summary=session.summary,
-        is_auto_generated=session.is_auto_generated,
-        observation_count=session.observation_count,
-    )
+    return from_row(SessionSummaryCompact, session, session_id=str(session.id))
 
 
-def observation_record(observation) -> ObservationRecord:
-    return ObservationRecord(
-        id=str(observation.id),
-        user_id=observation.user_id,
-        scope=observation.scope,
-        session_id=str(observation.session_id),
-        type=observation.type,
-        title=observation.title,
-        content=observation.content,
-        topic_key=observation.topic_key,
-        metadata=observation.metadata,
-        revision_count=observation.revision_count,
-        duplicate_count=observation.duplicate_count,
-        redacted_blocks=observation.redacted_blocks,
-        created_at=iso(observation.created_at),
-        updated_at=iso(observation.updated_at),
-        happened_at=iso(observation.happened_at),
-        last_seen_at=iso(observation.last_seen_at),
-        deleted_at=iso(observation.deleted_at),
-        expires_at=iso(observation.expires_at),
-    )
+def observation_record(observation: Any) -> ObservationRecord:
+    return from_row(ObservationRecord, observation)
 
 
-def observation_compact(observation, *, preview_chars: int, score=None) -> ObservationCompact:
+def observation_compact(
+    observation: Any, *, preview_chars: int, score: ContextScore | SearchScore | None = None
+) -> ObservationCompact:
     """From an observation read with ``content_head`` (its first preview_chars+1 characters)."""
-    return ObservationCompact(
-        id=str(observation.id),
-        scope=observation.scope,
-        type=observation.type,
-        title=observation.title,
-        preview=preview(observation.content_head, preview_chars),
-        topic_key=observation.topic_key,
-        session_id=str(observation.session_id),
-        updated_at=iso(observation.updated_at),
-        happened_at=iso(observation.happened_at),
-        score=score,
-    )
+    return from_row(ObservationCompact, observation, preview=preview(observation.content_head, preview_chars),
+                    score=score)
 
 
-def revision_record(revision) -> ObservationRevisionRecord:
-    return ObservationRevisionRecord(
-        revision=revision.revision,
-        session_id=str(revision.session_id_at_write) if revision.session_id_at_write else None,
-        type=revision.type,
-        title=revision.title,
-        content=revision.content,
-        topic_key=revision.topic_key,
-        metadata=revision.metadata,
-        happened_at=iso(revision.happened_at),
-        written_at=iso(revision.written_at),
-        replaced_at=iso(revision.replaced_at),
-    )
+def revision_record(revision: Any) -> ObservationRevisionRecord:
+    session = revision.session_id_at_write
+    return from_row(ObservationRevisionRecord, revision, session_id=str(session) if session else None)

@@ -12,11 +12,15 @@ import re
 import unicodedata
 import uuid
 import zoneinfo
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from .exceptions import ValidationError
+
+# The settings object (conf.Config, which imports this module: named here by what it is).
+Settings = Any
 
 TYPE_PATTERN = re.compile(r"[a-z0-9_-]{1,40}")
 _WHITESPACE = re.compile(r"\s+")
@@ -61,11 +65,16 @@ class Count:
     minimum: int
     maximum: int | str  # a number, or the name of the setting that holds it
 
-    def bounds(self, config) -> tuple[int, int]:
-        maximum = getattr(config, self.maximum) if isinstance(self.maximum, str) else self.maximum
+    def bounds(self, config: Settings | None = None) -> tuple[int, int]:
+        """The lowest and highest value; ``config`` is needed only when a setting holds the maximum."""
+        if isinstance(self.maximum, int):
+            return self.minimum, self.maximum
+        if config is None:
+            raise TypeError(f"the maximum of {self.field} is the setting {self.maximum}: pass the config.")
+        maximum: int = getattr(config, self.maximum)
         return self.minimum, maximum
 
-    def clean(self, value: Any, config) -> int:
+    def clean(self, value: Any, config: Settings) -> int:
         """``value`` if it is an integer within the bounds; else ValidationError naming the field and limit."""
         low, high = self.bounds(config)
         message = f"must be an integer from {low} to {high}."
@@ -100,18 +109,72 @@ def clean_min_score(value: Any) -> float | None:
     return float(value)
 
 
+# -- what a caller gives a memory: declared once, every face derives its fields from here ------
+
+# How a moment is written, as ``clean_moment`` reads it.
+MOMENT = ("An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a "
+          "date (2026-03-01: its midnight, UTC); a date-time without an offset is refused.")
+NO_DEFAULT: Any = object()  # a save without the field leaves it to the service
+
+
+@dataclass(frozen=True)
+class MemoryField:
+    """One field a caller gives a memory, as every face takes it: the API's save and update bodies,
+    the MCP tools' input schemas, the keywords of the facade and the clients (``UPDATABLE_FIELDS``).
+    The rule that judges its value is the service's (``services.observations.clean_fields``); this
+    is its shape, its bound and the words both faces show."""
+
+    name: str
+    kind: str  # "text", "slug", "object", "moment" (MOMENT) or "seconds"
+    limit: str | None = None  # the setting that bounds its length
+    required: bool = False  # on a save; an update takes any field it names
+    default: Any = NO_DEFAULT  # on a save without it
+    null_on_save: bool = True  # null sent on a save means its default
+    null_on_update: bool = True  # null sent on an update clears it (what that means is in the words)
+    on_save: str | None = None  # what it is, on a save
+    on_update: str | None = None  # what changing it does
+
+    def words(self, *, update: bool) -> str | None:
+        text = self.on_update if update else self.on_save
+        if text is not None and self.kind == "moment":
+            return f"{text} {MOMENT}"
+        return text
+
+    def nullable(self, *, update: bool) -> bool:
+        return self.null_on_update if update else self.null_on_save
+
+
+_TTL = "Seconds from now until it expires (1 to a century); not with expires_at."
+_EXPIRES = "When it expires, in the future; from then on no read sees it. Not with ttl."
+
+MEMORY_FIELDS = (
+    MemoryField("title", "text", limit="MAX_TITLE_CHARS", required=True, null_on_save=False, null_on_update=False),
+    MemoryField("content", "text", limit="MAX_CONTENT_CHARS", required=True, null_on_save=False,
+                null_on_update=False),
+    MemoryField("type", "slug", default="manual", null_on_save=False, null_on_update=False),
+    MemoryField("topic_key", "text", limit="MAX_TOPIC_KEY_CHARS", default=None),
+    MemoryField("metadata", "object", default=None),
+    MemoryField("happened_at", "moment", null_on_update=False,
+                on_save="When what it says happened (null or absent: now).",
+                on_update="When what it says happened; the old value goes to the history."),
+    MemoryField("expires_at", "moment",
+                on_save=f"{_EXPIRES} Null or absent: never (or when its type's RETENTION ends it).",
+                on_update=f"{_EXPIRES} Null: never (its type's RETENTION may still end it)."),
+    MemoryField("ttl", "seconds", null_on_update=False, on_save=_TTL, on_update=_TTL),
+)
+
 # What an update may name: the facade and the client refuse any other keyword in the same words.
-UPDATABLE_FIELDS = ("title", "content", "type", "topic_key", "metadata", "happened_at", "expires_at", "ttl")
+UPDATABLE_FIELDS = tuple(field.name for field in MEMORY_FIELDS)
 
 
-def check_updatable(fields) -> None:
+def check_updatable(fields: Iterable[str]) -> None:
     """Refuse an update naming a field it cannot change (ValidationError naming the first such field)."""
     unknown = set(fields) - set(UPDATABLE_FIELDS)
     if unknown:
         raise ValidationError(min(unknown), "is not a field that can be updated.", code="unknown_field")
 
 
-def clean_type(value: Any, *, allowed) -> str:
+def clean_type(value: Any, *, allowed: Collection[str] | None) -> str:
     if not isinstance(value, str) or not TYPE_PATTERN.fullmatch(value):
         raise ValidationError("type", "must be a slug of 1-40 characters from [a-z0-9_-].", code="invalid_type_slug")
     if allowed is not None and value not in allowed:
@@ -119,7 +182,7 @@ def clean_type(value: Any, *, allowed) -> str:
     return value
 
 
-def clean_choice(field: str, value: Any, *, allowed) -> str:
+def clean_choice(field: str, value: Any, *, allowed: Collection[str]) -> str:
     """One of ``allowed`` (exact strings); anything else, NUL and surrogates included, is refused."""
     if not isinstance(value, str) or value not in allowed:
         choices = " or ".join(repr(choice) for choice in allowed)
@@ -138,7 +201,7 @@ def normalize_content(value: str) -> str:
     return _WHITESPACE.sub(" ", value.lower()).strip()
 
 
-def check_metadata_shape(value: Any, *, max_depth: int) -> dict:
+def check_metadata_shape(value: Any, *, max_depth: int) -> dict[str, Any]:
     """A JSON object of JSON values, nested at most ``max_depth`` levels."""
     if value is None:
         return {}
@@ -179,14 +242,14 @@ def _walk_json(value: Any, *, depth: int, max_depth: int) -> None:
         raise ValidationError("metadata", f"holds a {type(value).__name__}, which is not JSON.", code="invalid_type")
 
 
-def check_metadata_size(value: dict, *, limit: int) -> dict:
+def check_metadata_size(value: dict[str, Any], *, limit: int) -> dict[str, Any]:
     size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > limit:
         raise ValidationError.too_long("metadata", limit=limit, size=size, unit="bytes")
     return value
 
 
-def parse_uuid(value, error: type[LookupError]) -> uuid.UUID:
+def parse_uuid(value: object, error: type[LookupError]) -> uuid.UUID:
     """A UUID from a string or UUID; anything else is "not found" (``error``), never a crash."""
     if isinstance(value, uuid.UUID):
         return value

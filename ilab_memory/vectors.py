@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -235,7 +236,7 @@ def _nearest(entry: _Matrix, reach: Reach, query, n: int, also) -> dict:
         # Rows outside the reader's scopes can never be found: below every cosine.
         cosines = np.where(in_reach, cosines, -np.inf)
     n = min(n, len(cosines))
-    top = np.argpartition(-cosines, n - 1)[:n] if n else []
+    top: Iterable[int] = np.argpartition(-cosines, n - 1)[:n] if n else []
     found = {entry.observation_ids[i]: float(cosines[i]) for i in top if cosines[i] != -np.inf}
     for pk in also:
         i = entry.index.get(pk)

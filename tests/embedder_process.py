@@ -1,4 +1,4 @@
-"""A separate process on an embedded SQLite file, for tests/test_background.py (the thread runner).
+"""A separate process on an embedded SQLite file, for tests/runners/test_thread.py (the thread runner).
 
     python embedder_process.py PATH queue N        save N memories (no runner: none embedded)
     python embedder_process.py PATH embed [opts]   open the file with the thread runner and let the

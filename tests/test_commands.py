@@ -14,12 +14,18 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from ilab_memory.models import Session
+from ilab_memory.models import (
+    Observation,
+    Session,
+)
+from ilab_memory.services.document import FORMAT
+from ilab_memory.services.export import user_export_json
 from tests.api.test_live_http import site_env  # noqa: F401  (fixture: a database for subprocesses)
 from tests.factories import SessionFactory
+from tests.histories import fill, fill_scopes, scopes_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EMBEDDER = {"EMBEDDER": "tests.embedders.RecordingEmbedder"}
@@ -173,7 +179,6 @@ def _observations(n: int, user_id: str):
 def _export_peak_bytes(user_id: str) -> int:
     import tracemalloc
 
-    from ilab_memory.services.export import user_export_json
 
     tracemalloc.start()
     try:
@@ -196,7 +201,6 @@ def test_export_memory_does_not_grow_with_the_number_of_rows(db):
 def test_an_observation_saved_and_revised_while_the_export_runs_is_left_out_with_its_history(mem):
     from ilab_memory.conf import get_config
     from ilab_memory.services.document import clean_document
-    from ilab_memory.services.export import user_export_json
 
     mem.mem_save("alice", "Editor", "vim", topic_key="editor")
     mem.mem_save("alice", "Editor", "emacs", topic_key="editor")
@@ -210,38 +214,6 @@ def test_an_observation_saved_and_revised_while_the_export_runs_is_left_out_with
     clean_document(document, config=get_config())  # import would accept it: every reference resolves
 
 
-WITHOUT = "import sys\nfor name in {modules!r}:\n    sys.modules[name] = None  # as if the extra were not installed\n"
-
-
-def run_without(modules, code, **kwargs):
-    """``code`` in a fresh interpreter where importing ``modules`` fails, as in a site without
-    their extra (the same Python, so nothing else differs)."""
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-c", WITHOUT.format(modules=modules) + code],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, check=False, **kwargs)
-
-
-def test_the_mcp_command_without_the_mcp_extra_names_the_extra(site_env):  # noqa: F811
-    done = run_without(["mcp", "anyio"], "from django.core.management import execute_from_command_line\n"
-                       "execute_from_command_line(['manage.py', 'ilab_memory_mcp', '--user', 'alice'])",
-                       env=site_env)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "CommandError: ilab_memory_mcp: this needs the 'mcp' extra (mcp, anyio not installed): " \
-           "pip install 'ilab-memory[mcp]'" in done.stderr
-
-
-def test_the_api_without_the_api_extra_names_the_extra(site_env):  # noqa: F811
-    site = ("from django.conf import settings\n"  # a site that installs the app without the api extra
-            "settings.configure(INSTALLED_APPS=['django.contrib.contenttypes', 'django.contrib.auth', 'ilab_memory'],"
-            " DATABASES={'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}})\n"
-            "import django\ndjango.setup()\nimport ilab_memory.api.urls")
-    done = run_without(["rest_framework"], site, env=site_env)
-    assert done.returncode == 1
-    assert "MissingExtra: this needs the 'api' extra (rest_framework not installed)" in done.stderr
-
-
 def test_an_export_with_a_bad_scope_leaves_an_existing_file_as_it_was(db, tmp_path):
     from django.core.management.base import CommandError
 
@@ -250,3 +222,96 @@ def test_an_export_with_a_bad_scope_leaves_an_existing_file_as_it_was(db, tmp_pa
     with pytest.raises(CommandError):
         call_command("ilab_memory_export", "alice", "--scope", "Bad Scope", "-o", str(kept))
     assert kept.read_text() == "PRECIOUS"
+
+
+# -- export, import and forget from the command line -------------------------------------------
+
+def test_export_command_writes_the_document(mem, clock, tmp_path):
+    document = fill(mem)
+    target = tmp_path / "alice.json"
+    call_command("ilab_memory_export", "alice", output=str(target))
+    written = json.loads(target.read_text())
+    assert written["observations"] == document["observations"]
+
+
+def test_import_command_reads_a_file_and_is_idempotent(mem, clock, tmp_path):
+    document = fill(mem)
+    mem.mem_forget_user("alice")
+    path = tmp_path / "alice.json"
+    path.write_text(json.dumps(document))
+    out = StringIO()
+    call_command("ilab_memory_import", "alice", str(path), stdout=out)
+    assert "observations_created: 4" in out.getvalue()
+    call_command("ilab_memory_import", "alice", str(path), stdout=out)
+    assert Observation.objects.count() == 4
+
+
+def test_import_command_reports_a_bad_document(mem, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    with pytest.raises(CommandError, match="Cannot read"):
+        call_command("ilab_memory_import", "alice", str(path))
+    path.write_text(json.dumps({"format": FORMAT, "version": 99}))
+    with pytest.raises(CommandError, match="Nothing imported"):
+        call_command("ilab_memory_import", "alice", str(path))
+
+
+def test_forget_command_requires_confirmation(mem, clock):
+    fill(mem)
+    with pytest.raises(CommandError, match="--yes"):
+        call_command("ilab_memory_forget", "alice", interactive=False)
+    assert Observation.objects.filter(user_id="alice").exists()
+    out = StringIO()
+    call_command("ilab_memory_forget", "alice", yes=True, stdout=out)
+    assert "Erased 2 session(s), 4 observation(s), 1 revision(s)." in out.getvalue()
+    assert not Observation.objects.filter(user_id="alice").exists()
+
+
+def test_export_command_writes_one_scope(mem, clock, tmp_path):
+    fill_scopes(mem, clock=clock)
+    target = tmp_path / "coder.json"
+    call_command("ilab_memory_export", "alice", "--scope", "coder", output=str(target))
+    written = json.loads(target.read_text())
+    assert written["observations"] == mem.mem_export("alice", scope="coder")["observations"]
+    call_command("ilab_memory_export", "alice", "--scope", "", output=str(target))
+    assert scopes_of(json.loads(target.read_text())["observations"]) == [""]
+    call_command("ilab_memory_export", "alice", output=str(target))
+    assert scopes_of(json.loads(target.read_text())["observations"]) == ["", "coder", "writer"]
+
+
+def test_import_command_puts_a_document_into_a_scope(mem, clock, tmp_path):
+    fill_scopes(mem, clock=clock)
+    path = tmp_path / "alice.json"
+    path.write_text(json.dumps(mem.mem_export("alice")))
+    mem.mem_forget_user("alice")
+    out = StringIO()
+    call_command("ilab_memory_import", "alice", str(path), "--scope", "archive", stdout=out)
+    assert "observations_created: 12" in out.getvalue()
+    assert set(Observation.objects.filter(user_id="alice").values_list("scope", flat=True)) == {"archive"}
+
+
+def test_forget_command_erases_one_scope(mem, clock):
+    fill_scopes(mem, clock=clock)
+    out = StringIO()
+    call_command("ilab_memory_forget", "alice", "--scope", "coder", yes=True, stdout=out)
+    assert "Erased 2 session(s), 4 observation(s), 1 revision(s) of scope 'coder'." in out.getvalue()
+    assert set(Observation.objects.filter(user_id="alice").values_list("scope", flat=True)) == {"", "writer"}
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("ilab_memory_export", ["alice", "--scope", "Bad Scope"]),
+        ("ilab_memory_import", ["alice", "{path}", "--scope", "*"]),
+        ("ilab_memory_forget", ["alice", "--scope", "Bad Scope", "--yes"]),
+    ],
+)
+def test_a_command_given_a_bad_scope_names_it_and_changes_nothing(mem, clock, tmp_path, command, args):
+    fill_scopes(mem, clock=clock)
+    path = tmp_path / "alice.json"
+    path.write_text(json.dumps(mem.mem_export("alice", scope="coder")))
+    mem.mem_forget_user("alice", scope="coder")
+    before = Observation.objects.count()
+    with pytest.raises(CommandError, match="scope: "):
+        call_command(command, *[a.replace("{path}", str(path)) for a in args], stdout=StringIO())
+    assert Observation.objects.count() == before

@@ -19,7 +19,7 @@ from ilab_memory.exceptions import ObservationNotFound, ValidationError
 from ilab_memory.models import Observation, ObservationRevision, ObservationVector
 
 from .conftest import START
-from .test_data import postgresql_dump
+from .histories import postgresql_dump
 
 MINUTE = timedelta(minutes=1)
 # Each kind of expiry: the save's keywords (and the instance's overrides) that make a memory

@@ -1,12 +1,15 @@
 """Date phrases of search queries read into periods by the real dateparser, in the user's zone."""
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.time_search import local as in_zone
 from ilab_memory.services.search.periods import Period, read_period
 
 pytestmark = pytest.mark.engine_independent
@@ -148,3 +151,26 @@ def test_any_text_gives_none_or_an_aware_nonempty_period(query):
 def test_digits_of_other_forms_are_read_or_left_without_error(query):
     # "²".isdigit() is True, yet int("²") fails: only decimal digits are read as numbers.
     read_period(query, now=datetime(2026, 1, 15, 9, 0, tzinfo=UTC), time_zone=UTC)
+
+
+# -- The dated development set of benchmarks/time_search.py reads as labelled ----------------------
+
+SET = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "time_dev.json").read_text("utf-8"))
+ZONES = {user: info["time_zone"] for user, info in SET["users"].items()}
+HAPPENED = {m["key"]: in_zone(m["happened_at"], ZONES[m["user"]]) for m in SET["memories"]}
+
+
+@pytest.mark.parametrize("question", SET["questions"], ids=lambda q: q["query"])
+def test_each_phrase_holds_its_answer_only_when_labelled_right(question):
+    zone = ZoneInfo(ZONES[question["user"]])
+    asked = in_zone(question["asked_at"], ZONES[question["user"]])
+    period = read_period(question["query"], now=asked, time_zone=zone)
+    assert HAPPENED[question["answer"]] < asked
+    inside = period is not None and HAPPENED[question["answer"]] in period
+    assert inside == (question["reading"] == "right"), period
+
+
+def test_the_set_has_both_languages_and_misleading_phrases():
+    languages = {SET["users"][q["user"]]["language"] for q in SET["questions"]}
+    assert languages == {"en", "es"}
+    assert sum(q["reading"] == "wrong" for q in SET["questions"]) >= 20

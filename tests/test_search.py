@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from ilab_memory.exceptions import ValidationError
 from ilab_memory.models import Observation
-from ilab_memory.services.search import observation_search, parse_query
+from ilab_memory.services.search import observation_search
 from ilab_memory.types import ContextScore, SearchScore
 
 
@@ -234,17 +234,6 @@ def test_fuzzed_queries_raise_nothing_but_validation_errors(mem, corpus, query):
     except ValidationError:
         return
     assert all(r.score.breakdown["mode"] in ("all", "any") for r in results)
-
-
-def test_parser_reads_words_phrases_and_compounds():
-    assert parse_query('std::vector "Visibility  Timeout" Migración').terms == (
-        ("std", "vector"), ("visibility", "timeout"), ("migracion",)
-    )
-    question = parse_query("how do we send reminders")
-    assert question.terms == (("send",), ("reminders",))
-    assert parse_query("how do we").terms == (("how",), ("do",), ("we",))
-    assert parse_query("redis OR rabbitmq").terms == (("redis",), ("rabbitmq",))
-    assert parse_query('"mascara de').terms == (("mascara",),)
 
 
 def test_question_words_are_not_required(mem, clock):

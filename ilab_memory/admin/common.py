@@ -287,6 +287,16 @@ def short_id(pk):
     return format_html('<code class="ilab-id" title="{}">{}</code>', pk, str(pk)[:8])
 
 
+def moment_column(field: str, description):
+    """A list column showing the moment ``field`` as every list shows times (``when``), sorted by it."""
+
+    @admin.display(description=description, ordering=field)
+    def column(model_admin, obj):
+        return when(getattr(obj, field))
+
+    return column
+
+
 def times(count: int):
     """A counter that starts at zero for the reader: 1 revision is "never revised"."""
     return format_html('<span class="ilab-times">{}×</span>', count) if count else "—"
@@ -363,6 +373,15 @@ class ServiceOwnedAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    # Every row here is one user's, in one scope: the two cells both lists show.
+    @admin.display(description=_("User id"), ordering="user_id")
+    def user(self, obj):
+        return user_link(self, obj.user_id)
+
+    @admin.display(description=_("Scope"), ordering="scope")
+    def scope_label(self, obj):
+        return scope_label(obj.scope)
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -7,6 +7,8 @@ permissions. Reads go through the selectors, writes through the services, as eve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib import messages
 from django.contrib.admin.models import DELETION
 from django.contrib.auth import get_user_model
@@ -174,7 +176,7 @@ def user_view(model_admin, request, user_id: str):
         try:
             found = observation_search(user_id=user_id, query=query, limit=SEARCH_RESULTS, scope=read_as,
                                        config=config)
-            results = [(result, breakdown(result.score.breakdown)) for result in found]
+            results = [(result, breakdown(result.score.breakdown if result.score else {})) for result in found]
         except MemoryValidationError as exc:
             search_error = error_text(exc)
     stats = selectors.stats(user_id=user_id, scope=ALL, config=config)
@@ -261,7 +263,7 @@ def user_forget_view(model_admin, request, user_id: str):
 
 
 def forget_confirmation(model_admin, request, user_ids: list[str], *, hidden: list[tuple[str, str]],
-                        targets: list[tuple[str, str]] = ()):
+                        targets: Sequence[tuple[str, str]] = ()):
     """The page that asks before an erasure: of whole users, or of (user_id, scope) ``targets``."""
     if targets:
         title = ngettext("Erase this scope of its user?", "Erase these scopes of their users?", len(targets))

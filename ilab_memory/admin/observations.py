@@ -39,9 +39,8 @@ from .common import (
     error_text,
     expiry,
     expiry_text,
-    scope_label,
+    moment_column,
     times,
-    user_link,
     when,
 )
 from .sessions import INLINE_ROWS
@@ -202,14 +201,6 @@ class ObservationAdmin(ServiceOwnedAdmin):
     def kind(self, obj):
         return clip(obj.type, 40)
 
-    @admin.display(description=_("User id"), ordering="user_id")
-    def user(self, obj):
-        return user_link(self, obj.user_id)
-
-    @admin.display(description=_("Scope"), ordering="scope")
-    def scope_label(self, obj):
-        return scope_label(obj.scope)
-
     @admin.display(description=_("Session"), ordering="session__started_at")
     def session_link(self, obj):
         return format_html(
@@ -228,13 +219,8 @@ class ObservationAdmin(ServiceOwnedAdmin):
     def repeated(self, obj):
         return times(obj.duplicate_count - 1)
 
-    @admin.display(description=_("Happened"), ordering="happened_at")
-    def happened(self, obj):
-        return when(obj.happened_at)
-
-    @admin.display(description=_("Updated"), ordering="updated_at")
-    def updated(self, obj):
-        return when(obj.updated_at)
+    happened = moment_column("happened_at", _("Happened"))
+    updated = moment_column("updated_at", _("Updated"))
 
 
     @admin.display(description=_("Expires (in effect)"))

@@ -177,8 +177,8 @@ def user_scopes(*, user_id: str, live_by_scope: dict[str, int]) -> list[ScopeOfU
     return [ScopeOfUser(row["scope"], row["n"], row["active"], live_by_scope.get(row["scope"], 0)) for row in rows]
 
 
-def user_scope_names(*, user_id: str, limit: int = SCOPE_CHOICES) -> list[str]:
-    """The first ``limit`` scopes one user has sessions in, in order (the user's rows only)."""
+def user_scope_names(*, user_id: str, limit: int | None = SCOPE_CHOICES) -> list[str]:
+    """The first ``limit`` scopes (None: all) one user has sessions in, in order (the user's rows only)."""
     return list(
         Session.objects.for_user(user_id).order_by("scope").values_list("scope", flat=True).distinct()[:limit]
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.models import CHANGE
 from django.core.exceptions import PermissionDenied
 from django.db import models
@@ -34,9 +35,8 @@ from .common import (
     audit,
     badge,
     clip,
-    scope_label,
+    moment_column,
     times,
-    user_link,
     when,
 )
 
@@ -47,8 +47,8 @@ INLINE_ROWS = 50
 
 def _resubmitted(request, action: str) -> list[tuple[str, str]]:
     """The hidden fields that send an action's selection again from its confirmation page."""
-    selected = request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
-    return [(admin.helpers.ACTION_CHECKBOX_NAME, pk) for pk in selected] + [("action", action)]
+    selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+    return [(helpers.ACTION_CHECKBOX_NAME, pk) for pk in selected] + [("action", action)]
 
 
 def summary_kind(session) -> str:
@@ -179,14 +179,6 @@ class SessionAdmin(ServiceOwnedAdmin):
 
     # -- cells ------------------------------------------------------------------------------
 
-    @admin.display(description=_("User id"), ordering="user_id")
-    def user(self, obj):
-        return user_link(self, obj.user_id)
-
-    @admin.display(description=_("Scope"), ordering="scope")
-    def scope_label(self, obj):
-        return scope_label(obj.scope)
-
     @admin.display(description=_("State"), ordering="status")
     def state(self, obj):
         # Completed: its summary kind. Active: that, and a narrative summary it may already hold.
@@ -204,17 +196,9 @@ class SessionAdmin(ServiceOwnedAdmin):
         head = obj.summary_head or ""
         return clip(head, SUMMARY_HEAD_CHARS, full=Truncator(head).chars(SUMMARY_HEAD_CHARS))
 
-    @admin.display(description=_("Started"), ordering="started_at")
-    def started(self, obj):
-        return when(obj.started_at)
-
-    @admin.display(description=_("Last activity"), ordering="last_activity_at")
-    def last_activity(self, obj):
-        return when(obj.last_activity_at)
-
-    @admin.display(description=_("Ended"), ordering="ended_at")
-    def ended(self, obj):
-        return when(obj.ended_at)
+    started = moment_column("started_at", _("Started"))
+    last_activity = moment_column("last_activity_at", _("Last activity"))
+    ended = moment_column("ended_at", _("Ended"))
 
     @admin.display(description=_("Memories"))
     def observation_count(self, obj):

@@ -18,14 +18,18 @@ from .. import health, metrics
 from .errors import AppErrorMixin
 
 
-@extend_schema(exclude=True)  # for probes and operators, not for the clients generated from the schema
-class HealthView(AppErrorMixin, APIView):
-    """200 when every part holds; 503 naming the parts that fail."""
+class ProbeView(AppErrorMixin, APIView):
+    """Open to probes and scrapers: no authentication, no throttling, JSON errors."""
 
     authentication_classes: list = []
     permission_classes: list = []
     renderer_classes = [JSONRenderer]
     throttle_classes: list = []
+
+
+@extend_schema(exclude=True)  # for probes and operators, not for the clients generated from the schema
+class HealthView(ProbeView):
+    """200 when every part holds; 503 naming the parts that fail."""
 
     def get(self, request):
         report = health.check()
@@ -41,13 +45,8 @@ class HealthView(AppErrorMixin, APIView):
 
 
 @extend_schema(exclude=True)
-class MetricsView(AppErrorMixin, APIView):
+class MetricsView(ProbeView):
     """Prometheus' text format; 404 when metrics are off or ``prometheus-client`` is missing."""
-
-    authentication_classes: list = []
-    permission_classes: list = []
-    renderer_classes = [JSONRenderer]
-    throttle_classes: list = []
 
     def get(self, request):
         if not metrics.enabled():

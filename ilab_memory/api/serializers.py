@@ -4,13 +4,16 @@ Input serializers declare what each endpoint accepts; the views check a body's s
 them (``body_fields``: an object, known fields, required ones present) and leave the values to
 the services, where every rule lives. Output serializers describe the frozen values of
 ``ilab_memory.types`` for the schema, field for field and in the same order; the views answer
-with ``ilab_memory.encoding``, which is checked against them (``tests/api/test_encoding.py``).
+with ``ilab_memory.encoding``, which is checked against them (``tests/test_encoding.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+import types
+import typing
 from collections.abc import Mapping
 
 from django.core.validators import RegexValidator
@@ -21,6 +24,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.settings import api_settings
 
 from .. import encoding
+from .. import types as records
 from ..conf import get_config
 from ..scopes import ALL, MAX_LISTED_SCOPES, SCOPE_PATTERN
 from ..services import document
@@ -28,11 +32,15 @@ from ..services.privacy import shown_key
 from ..validation import (
     CONTEXT_LIMIT,
     MAX_TTL_SECONDS,
+    MEMORY_FIELDS,
     MIN_SCORE_MINIMUM,
+    MOMENT,
+    NO_DEFAULT,
     SEARCH_LIMIT,
     TIMELINE_AFTER,
     TIMELINE_BEFORE,
     Count,
+    MemoryField,
     clean_min_score,
 )
 
@@ -104,7 +112,7 @@ def body_fields(serializer_class, data) -> dict:
     missing = [name for name in required if name not in data]
     if missing:
         message = serializers.Field.default_error_messages["required"]
-        raise serializers.ValidationError({name: [ErrorDetail(message, code="required")] for name in missing})
+        raise serializers.ValidationError({name: [ErrorDetail(str(message), code="required")] for name in missing})
     return dict(data)
 
 
@@ -197,9 +205,6 @@ class SessionEndInputSerializer(ScopedWriteSerializer):
 
 # -- time: described here, checked by the services (``validation.clean_moment``, ``clean_ttl``) ----
 
-MOMENT = _("An ISO 8601 date-time with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a "
-           "date (2026-03-01: its midnight, UTC); a date-time without an offset is refused.")
-
 
 class MomentField(StrictCharField):
     """A point in time, as the schema describes it: a description only, like ``ScopeField``. The
@@ -226,38 +231,49 @@ class TtlField(serializers.IntegerField):
     """A time to live in seconds, as the schema describes it; ``clean_ttl`` is the check."""
 
     def __init__(self, help_text, **kwargs):
-        super().__init__(required=False, min_value=1, max_value=MAX_TTL_SECONDS, help_text=help_text, **kwargs)
+        kwargs.setdefault("required", False)
+        super().__init__(min_value=1, max_value=MAX_TTL_SECONDS, help_text=help_text, **kwargs)
 
 
-TTL_INPUT = _("Seconds from now until it expires (1 to a century); not with expires_at.")
+# -- a memory's fields: derived from their declaration (``validation.MEMORY_FIELDS``) ------------
 
 
-class ObservationCreateInputSerializer(ScopedWriteSerializer):
-    title = StrictCharField()
-    content = StrictCharField()
-    type = StrictCharField(required=False, default="manual")
-    topic_key = StrictCharField(required=False, allow_null=True, default=None)
-    metadata = serializers.JSONField(required=False, allow_null=True, default=None)
-    happened_at = MomentField(_("When what it says happened (null or absent: now)."), allow_null=True)
-    expires_at = MomentField(_("When it expires, in the future; from then on no read sees it. Not with ttl. "
-                               "Null or absent: never (or when its type's RETENTION ends it)."), allow_null=True)
-    ttl = TtlField(TTL_INPUT, allow_null=True)
+def memory_input_field(field: MemoryField, *, update: bool) -> serializers.Field:
+    """The body field a save (or an update) takes for ``field``: its shape and words, not its rule."""
+    options: dict = {"required": field.required and not update}
+    if field.nullable(update=update):
+        options["allow_null"] = True
+    if not update and field.default is not NO_DEFAULT:
+        options["default"] = field.default
+    words = field.on_update if update else field.on_save
+    if field.kind in ("text", "slug"):
+        return StrictCharField(**options)
+    if field.kind == "object":
+        return serializers.JSONField(**options)
+    if field.kind == "moment":
+        return MomentField(words, **options)
+    if field.kind == "seconds":
+        return TtlField(words, **options)
+    raise TypeError(f"No serializer field for a memory field of kind {field.kind!r}")
 
 
-class ObservationUpdateInputSerializer(ActingUserSerializer):
-    """Only the fields present in the body are changed (``scope`` says where to find it)."""
+def memory_input_serializer(name: str, base: type, *, update: bool, fields=MEMORY_FIELDS, doc=None) -> type:
+    """``base`` (user_id, scope) with a field for each declared memory field, in their order."""
+    attrs = {field.name: memory_input_field(field, update=update) for field in fields}
+    return type(name, (base,), {**attrs, "__module__": __name__, "__doc__": doc})
 
+
+ObservationCreateInputSerializer = memory_input_serializer(
+    "ObservationCreateInputSerializer", ScopedWriteSerializer, update=False)
+
+
+class ObservationTargetSerializer(ActingUserSerializer):
     scope = ScopeField("target")
 
-    title = StrictCharField(required=False)
-    content = StrictCharField(required=False)
-    type = StrictCharField(required=False)
-    topic_key = StrictCharField(required=False, allow_null=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
-    happened_at = MomentField(_("When what it says happened; the old value goes to the history."))
-    expires_at = MomentField(_("When it expires, in the future; from then on no read sees it. Not with ttl. "
-                               "Null: never (its type's RETENTION may still end it)."), allow_null=True)
-    ttl = TtlField(TTL_INPUT)
+
+ObservationUpdateInputSerializer = memory_input_serializer(
+    "ObservationUpdateInputSerializer", ObservationTargetSerializer, update=True,
+    doc="Only the fields present in the body are changed (``scope`` says where to find it).")
 
 
 def scope_list(use: str) -> serializers.ListField:
@@ -383,13 +399,6 @@ def query_values(serializer_class, params) -> dict:
 # --------------------------------------------------------------------------------------- outputs
 
 
-HAPPENED_AT = _("When what it says happened (UTC): the time it was saved unless the writer said.")
-EXPIRES_AT = _(
-    "When it expires by itself (UTC), or null: never (its type's RETENTION setting may still end it). "
-    "From then on no read sees it."
-)
-
-
 class ScoreSerializer(serializers.Serializer):
     kind = serializers.SerializerMethodField()
     value = serializers.FloatField()
@@ -400,130 +409,80 @@ class ScoreSerializer(serializers.Serializer):
         return encoding.score_kind(score)
 
 
-class ObservationCompactSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    type = serializers.CharField()
-    title = serializers.CharField()
-    preview = serializers.CharField()
-    topic_key = serializers.CharField(allow_null=True)
-    session_id = serializers.UUIDField()
-    updated_at = serializers.DateTimeField()
-    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
-    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
-    score = ScoreSerializer(allow_null=True)
+@functools.cache
+def record_serializer(cls: type, name: str | None = None) -> type[serializers.Serializer]:
+    """The serializer describing the values of ``cls`` (a dataclass of ``types``) for the schema,
+    field for field and in the same order, from the annotations and by the rules ``encoding``
+    describes them with: a field added to a record is in the API's schema without a line here.
+    ``name`` (default: the record's with ``Serializer``) names the schema's component."""
+    hints = typing.get_type_hints(cls)
+    attrs: dict = {field.name: _output_field(hints[field.name], field) for field in dataclasses.fields(cls)}
+    return type(name or f"{cls.__name__}Serializer", (serializers.Serializer,), {**attrs, "__module__": __name__})
 
 
-class ObservationRecordSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    user_id = serializers.CharField()
-    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
-    session_id = serializers.UUIDField()
-    type = serializers.CharField()
-    title = serializers.CharField()
-    content = serializers.CharField()
-    topic_key = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField(child=serializers.JSONField())
-    revision_count = serializers.IntegerField(min_value=1)
-    duplicate_count = serializers.IntegerField(min_value=1)
-    redacted_blocks = serializers.IntegerField(min_value=0)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    happened_at = serializers.DateTimeField(help_text=HAPPENED_AT)
-    last_seen_at = serializers.DateTimeField()
-    deleted_at = serializers.DateTimeField(allow_null=True)
-    expires_at = serializers.DateTimeField(allow_null=True, help_text=EXPIRES_AT)
+def _output_field(annotation, field: dataclasses.Field) -> serializers.Field:
+    options: dict = {}
+    text = encoding.description(field)
+    if text is not None:
+        options["help_text"] = text
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [member for member in typing.get_args(annotation) if member is not type(None)]
+        options["allow_null"] = len(members) < len(typing.get_args(annotation))
+        if all(member in encoding.SCORE_KINDS for member in members):
+            return ScoreSerializer(**options)
+        (annotation,) = members
+    name = field.name
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return record_serializer(item)(many=True, **options)
+    if origin is dict:
+        _, item = typing.get_args(annotation)
+        child = serializers.JSONField() if item is typing.Any else serializers.IntegerField(min_value=0)
+        return serializers.DictField(child=child, **options)
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return record_serializer(annotation)(**options)
+    if annotation is bool:
+        return serializers.BooleanField(**options)
+    if annotation is float:
+        return serializers.FloatField(**options)
+    if annotation is int:
+        return serializers.IntegerField(min_value=1 if name in encoding.AT_LEAST_ONE else 0, **options)
+    if name in encoding.CHOICES:
+        return serializers.ChoiceField(choices=encoding.CHOICES[name], **options)
+    if name in encoding.UUID_FIELDS:
+        return serializers.UUIDField(**options)
+    if name.endswith("_at"):
+        return serializers.DateTimeField(**options)
+    return serializers.CharField(allow_blank=name in encoding.BLANK_ALLOWED, **options)
 
 
-class ObservationRevisionRecordSerializer(serializers.Serializer):
-    revision = serializers.IntegerField(min_value=0)
-    session_id = serializers.UUIDField(allow_null=True)
-    type = serializers.CharField()
-    title = serializers.CharField()
-    content = serializers.CharField()
-    topic_key = serializers.CharField(allow_null=True)
-    metadata = serializers.DictField(child=serializers.JSONField())
-    happened_at = serializers.DateTimeField(help_text=_("When what this version says happened."))
-    written_at = serializers.DateTimeField()
-    replaced_at = serializers.DateTimeField()
-
-
-class SaveResultSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=encoding.CHOICES["action"])
-    observation = ObservationRecordSerializer()
-
-
-class SessionSummaryCompactSerializer(serializers.Serializer):
-    session_id = serializers.UUIDField()
-    started_at = serializers.DateTimeField()
-    ended_at = serializers.DateTimeField(allow_null=True)
-    summary = serializers.CharField(allow_null=True)
-    is_auto_generated = serializers.BooleanField()
-    observation_count = serializers.IntegerField(min_value=0)
-    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
-
-
-class SessionRecordSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    user_id = serializers.CharField()
-    scope = serializers.CharField(allow_blank=True, help_text=encoding.DESCRIPTIONS["scope"])
-    status = serializers.ChoiceField(choices=encoding.CHOICES["status"])
-    started_at = serializers.DateTimeField()
-    last_activity_at = serializers.DateTimeField()
-    ended_at = serializers.DateTimeField(allow_null=True)
-    summary = serializers.CharField(allow_null=True)
-    is_auto_generated = serializers.BooleanField()
-    observation_count = serializers.IntegerField(min_value=0)
-
-
-class SessionStartSerializer(serializers.Serializer):
-    session_id = serializers.UUIDField()
-    is_new = serializers.BooleanField()
-    sessions_context = SessionSummaryCompactSerializer(many=True)
-    memories = ObservationCompactSerializer(many=True)
-
-
-class TimelineSerializer(serializers.Serializer):
-    session_id = serializers.UUIDField()
-    anchor = ObservationCompactSerializer()
-    before = ObservationCompactSerializer(many=True)
-    after = ObservationCompactSerializer(many=True)
-
-
-class MemoryStatsSerializer(serializers.Serializer):
-    user_id = serializers.CharField()
-    scope = serializers.CharField(
-        help_text=_("What was counted: '*' (every scope), or the scopes read joined by ',' (\"\": shared).")
-    )
-    sessions = serializers.IntegerField(min_value=0)
-    active_sessions = serializers.IntegerField(min_value=0)
-    completed_sessions = serializers.IntegerField(min_value=0)
-    auto_summaries = serializers.IntegerField(min_value=0)
-    human_summaries = serializers.IntegerField(min_value=0)
-    observations = serializers.IntegerField(min_value=0, help_text=encoding.DESCRIPTIONS["observations"])
-    deleted_observations = serializers.IntegerField(min_value=0)
-    revisions = serializers.IntegerField(min_value=0)
-    observations_by_type = serializers.DictField(child=serializers.IntegerField(min_value=0))
-    observations_by_scope = serializers.DictField(
-        child=serializers.IntegerField(min_value=0), help_text=encoding.DESCRIPTIONS["observations_by_scope"]
-    )
-    waiting_for_vector = serializers.IntegerField(
-        min_value=0, help_text=encoding.DESCRIPTIONS["waiting_for_vector"]
-    )
+ObservationCompactSerializer = record_serializer(records.ObservationCompact)
+ObservationRecordSerializer = record_serializer(records.ObservationRecord)
+ObservationRevisionRecordSerializer = record_serializer(records.ObservationRevisionRecord)
+SaveResultSerializer = record_serializer(records.SaveResult)
+SessionSummaryCompactSerializer = record_serializer(records.SessionSummaryCompact)
+SessionRecordSerializer = record_serializer(records.SessionRecord)
+SessionStartSerializer = record_serializer(records.SessionStartResponse, "SessionStartSerializer")
+TimelineSerializer = record_serializer(records.Timeline)
+MemoryStatsSerializer = record_serializer(records.MemoryStats)
 
 
 # -- the export document: described for the schema; services/document.py builds and checks it --
+# The record serializers are classes made when this module loads (record_serializer): mypy cannot
+# follow one as a base class, hence the ignores below.
 
 
-class ExportSessionSerializer(SessionRecordSerializer):
+class ExportSessionSerializer(SessionRecordSerializer):  # type: ignore[misc, valid-type]
     user_id = observation_count = None  # the document's user_id, once; no count is exported
     redacted_blocks = serializers.IntegerField(min_value=0)
 
 
-class ExportObservationSerializer(ObservationRecordSerializer):
+class ExportObservationSerializer(ObservationRecordSerializer):  # type: ignore[misc, valid-type]
     user_id = None  # the document's, once
 
 
-class ExportRevisionSerializer(ObservationRevisionRecordSerializer):
+class ExportRevisionSerializer(ObservationRevisionRecordSerializer):  # type: ignore[misc, valid-type]
     observation_id = serializers.UUIDField()
 
 
@@ -581,14 +540,18 @@ class ImportDocumentField(serializers.JSONField):
 
 
 class ImportInputSerializer(ActingUserSerializer):
-    data = ImportDocumentField(help_text=_("An export document, as returned by GET export/ (older versions too)."))
+    # A field named like Serializer.data (and .errors below): DRF takes declared fields out of the
+    # class, so the property stays; the stubs see a clash (hence the ignores).
+    data = ImportDocumentField(  # type: ignore[assignment]
+        help_text=_("An export document, as returned by GET export/ (older versions too).")
+    )
     scope = ScopeField("import")
 
 
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     code = serializers.CharField()
-    errors = serializers.DictField(
+    errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text=_("Field errors of a 400: field name → messages."),

@@ -8,6 +8,7 @@ from the host.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
@@ -19,6 +20,8 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.generics import GenericAPIView
+from rest_framework.pagination import BasePagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -49,7 +52,13 @@ from .schema import COUNTS, READ_ERRORS, USER_ID_PARAMETER, WRITE_ERRORS, error_
 SEARCH_PARAMETERS = {"query": "q"}
 
 
-class MemoryAPIMixin(AppErrorMixin):
+if TYPE_CHECKING:  # a mixin of DRF views: the type checker reads it as one
+    _View = GenericAPIView
+else:
+    _View = object
+
+
+class MemoryAPIMixin(AppErrorMixin, _View):
     """What every memory endpoint shares: who may call, what it accepts, whom it acts for."""
 
     permission_classes = [IsAuthenticated]
@@ -58,7 +67,7 @@ class MemoryAPIMixin(AppErrorMixin):
     throttle_classes = [MemoryUserRateThrottle]
     metadata_class = InputMetadata
     filter_backends: list = []
-    pagination_class = None
+    pagination_class: type[BasePagination] | None = None
     # The body each write accepts, by viewset action or by HTTP method (plain views): what
     # ``validated_body`` checks and what an OPTIONS request describes.
     input_serializers: dict = {}
@@ -81,9 +90,9 @@ class MemoryAPIMixin(AppErrorMixin):
         """The query parameters checked by ``serializer_class``; 400 when malformed."""
         return serializers.query_values(serializer_class, self.request.query_params)
 
-    def input_serializer_class(self, method: str):
+    def input_serializer_class(self, method: str | None):
         """The serializer of the body a ``method`` request to this route sends, or None."""
-        method = method.lower()
+        method = (method or "").lower()
         return self.input_serializers.get(getattr(self, "action_map", {}).get(method, method))
 
     def validated_body(self) -> dict:

@@ -9,17 +9,29 @@ import functools
 import types as pytypes
 import typing
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, TypeVar, Union, overload
 
 from ..encoding import SCORE_KINDS
+from ..types import ContextScore, SearchScore
+
+_T = TypeVar("_T")
 
 SCORE_CLASSES = {kind: cls for cls, kind in SCORE_KINDS.items()}
 
 
+@overload
+def decode(annotation: type[_T], data: Any) -> _T: ...
+@overload
+def decode(annotation: Any, data: Any) -> Any: ...
 def decode(annotation: Any, data: Any) -> Any:
     """``data`` (parsed JSON) as a value of ``annotation``: a dataclass of ``types``, a list of
     them, a score, or plain JSON (returned as it is)."""
     return _decoder(annotation)(data)
+
+
+def decode_list(item: type[_T], data: Any) -> list[_T]:
+    """``data`` (a JSON array) as a list of ``item`` values."""
+    return [decode(item, value) for value in data]
 
 
 @functools.cache
@@ -36,7 +48,7 @@ def _decoder(annotation: Any) -> Callable[[Any], Any]:
         return lambda data: [item(value) for value in data]
     if annotation in SCORE_KINDS:
         return _score
-    if dataclasses.is_dataclass(annotation):
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         hints = typing.get_type_hints(annotation)
         fields = [(field.name, _decoder(hints[field.name])) for field in dataclasses.fields(annotation)]
         return lambda data: annotation(**{name: field(data[name]) for name, field in fields if name in data})
@@ -47,5 +59,7 @@ def _as_it_is(data: Any) -> Any:
     return data
 
 
-def _score(data: dict):
-    return SCORE_CLASSES[data["kind"]](value=data["value"], breakdown=data.get("breakdown", {}))
+def _score(data: dict[str, Any]) -> ContextScore | SearchScore:
+    score: ContextScore | SearchScore = SCORE_CLASSES[data["kind"]](value=data["value"],
+                                                                    breakdown=data.get("breakdown", {}))
+    return score

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import date, datetime, timedelta
+from typing import Any, TypeGuard
 
 from .. import types
 from ..exceptions import ObservationNotFound, SessionNotFound, ValidationError
@@ -32,10 +33,13 @@ from ..validation import (
     clean_type,
     parse_uuid,
 )
-from .decode import decode
+from .decode import decode, decode_list
 from .transport import Transport
 
 SESSION_STATUSES = ("active", "completed")
+# What a call's scope may be (a wrong one is refused in the facade's words), and a moment.
+ScopeArg = str | Sequence[str] | None
+Moment = str | datetime | date | None
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_RETRIES = 2
@@ -76,19 +80,19 @@ class MemoryClient:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def mem_session_start(self, user_id: str | None = None, *, scope: str = "") -> types.SessionStartResponse:
+    def mem_session_start(self, user_id: str | None = None, *, scope: ScopeArg = "") -> types.SessionStartResponse:
         """Reuse the scope's live session or open one; returns SessionStartResponse with context."""
         data = self._http.request("POST", "sessions/start/", body=_body(self._who(user_id), scope))
         return decode(types.SessionStartResponse, data)
 
     def mem_session_summary(self, user_id: str | None = None, summary: str | None = None, *,
-                            scope: str = "") -> types.SessionRecord:
+                            scope: ScopeArg = "") -> types.SessionRecord:
         """Store a narrative summary on the scope's active session without closing it."""
         body = {**_body(self._who(user_id), scope), "summary": summary}
         return decode(types.SessionRecord, self._http.request("POST", "sessions/summary/", body=body))
 
     def mem_session_end(self, user_id: str | None = None, summary: str | None = None, *,
-                        scope: str = "") -> types.SessionRecord:
+                        scope: ScopeArg = "") -> types.SessionRecord:
         """Close the scope's active session now; raises NoActiveSession (a LookupError) when none."""
         body = _body(self._who(user_id), scope)
         if summary is not None:
@@ -96,24 +100,25 @@ class MemoryClient:
         return decode(types.SessionRecord, self._http.request("POST", "sessions/end/", body=body))
 
     def mem_get_session(self, user_id: str | None = None, session_id: str | None = None, *,
-                        scope="") -> types.SessionRecord:
+                        scope: ScopeArg = "") -> types.SessionRecord:
         path = f"sessions/{_id(session_id, SessionNotFound)}/"
         return decode(types.SessionRecord, self._get(path, user_id, scope))
 
     def mem_list_sessions(self, user_id: str | None = None, *, status: str | None = None, limit: int = 50,
-                          scope="") -> list[types.SessionRecord]:
+                          scope: ScopeArg = "") -> list[types.SessionRecord]:
         # One page of the API's cursor pages holds the facade's largest limit.
         query = [("page_size", str(SESSIONS_LIMIT.clean(limit, None)))]
         if status is not None:
             query.append(("status", clean_choice("status", status, allowed=SESSION_STATUSES)))
         page = self._get("sessions/", user_id, scope, query)
-        return decode(list[types.SessionRecord], page["results"])
+        return decode_list(types.SessionRecord, page["results"])
 
     # -- observations --------------------------------------------------------------------
 
     def mem_save(self, user_id: str | None = None, title: str | None = None, content: str | None = None, *,
-                 type: str = "manual", topic_key: str | None = None, metadata: dict | None = None, scope: str = "",
-                 happened_at=None, expires_at=None, ttl=None) -> types.SaveResult:
+                 type: str = "manual", topic_key: str | None = None, metadata: dict[str, Any] | None = None,
+                 scope: ScopeArg = "", happened_at: Moment = None, expires_at: Moment = None,
+                 ttl: object = None) -> types.SaveResult:
         """Create, revise (same topic_key in the scope) or count a duplicate; returns SaveResult.
         ``happened_at``: when what it says happened (default: now); ``expires_at`` or ``ttl``
         (a timedelta or seconds): when it expires (default: never, or its type's RETENTION)."""
@@ -125,13 +130,13 @@ class MemoryClient:
         return decode(types.SaveResult, self._http.request("POST", "observations/", body=body))
 
     def mem_get_observation(self, user_id: str | None = None, observation_id: str | None = None, *,
-                            scope="") -> types.ObservationRecord:
+                            scope: ScopeArg = "") -> types.ObservationRecord:
         path = f"observations/{_id(observation_id, ObservationNotFound)}/"
         return decode(types.ObservationRecord, self._get(path, user_id, scope))
 
     def mem_list_observations(self, user_id: str | None = None, *,
                               type: str | None = None, topic_key: str | None = None,
-                              limit: int = 50, scope="", since=None, until=None) -> list[types.ObservationCompact]:
+                              limit: int = 50, scope: ScopeArg = "", since: Moment = None, until: Moment = None) -> list[types.ObservationCompact]:
         """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
         optionally of one ``type`` or ``topic_key`` (normalized as on save), or that happened
         from ``since`` to before ``until``."""
@@ -142,16 +147,16 @@ class MemoryClient:
             query.append(("topic_key", check_text("topic_key", topic_key, allow_blank=True)))
         query += _period(since, until)
         page = self._get("observations/", user_id, scope, query)
-        return decode(list[types.ObservationCompact], page["results"])
+        return decode_list(types.ObservationCompact, page["results"])
 
     def mem_revisions(self, user_id: str | None = None, observation_id: str | None = None, *,
-                      scope="") -> list[types.ObservationRevisionRecord]:
+                      scope: ScopeArg = "") -> list[types.ObservationRevisionRecord]:
         """The observation's earlier versions, newest first."""
         path = f"observations/{_id(observation_id, ObservationNotFound)}/revisions/"
-        return decode(list[types.ObservationRevisionRecord], self._get(path, user_id, scope))
+        return decode_list(types.ObservationRevisionRecord, self._get(path, user_id, scope))
 
     def mem_update(self, user_id: str | None = None, observation_id: str | None = None, *,
-                   scope: str = "", **fields) -> types.ObservationRecord:
+                   scope: ScopeArg = "", **fields: Any) -> types.ObservationRecord:
         """Replace title/content/type/topic_key/metadata/happened_at, keeping the old version in
         history, or change when it expires (expires_at, None: never; or ttl). The observation
         must be in ``scope`` (``"*"``: any of the user's)."""
@@ -161,7 +166,7 @@ class MemoryClient:
         return decode(types.ObservationRecord, self._http.request("PATCH", path, body=body))
 
     def mem_delete(self, user_id: str | None = None, observation_id: str | None = None, *, hard: bool = False,
-                   scope: str = "") -> types.DeleteResult:
+                   scope: ScopeArg = "") -> types.DeleteResult:
         """Soft (or ``hard``) delete; the observation must be in ``scope`` (``"*"``: any of the user's)."""
         if not isinstance(hard, bool):
             raise ValidationError("hard", "must be true or false.", code="invalid_type")
@@ -172,7 +177,7 @@ class MemoryClient:
 
     def mem_search(self, user_id: str | None = None, query: str | None = None, *,
                    type: str | None = None, limit: int | None = None, min_score: float | None = None,
-                   scope="", since=None, until=None, time_zone=None, now=None) -> list[types.ObservationCompact]:
+                   scope: ScopeArg = "", since: Moment = None, until: Moment = None, time_zone: object = None, now: Moment = None) -> list[types.ObservationCompact]:
         """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
         ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting. ``since`` / ``until`` keep
         to what happened in that period; a date phrase in the query ("last week") favours what
@@ -195,43 +200,45 @@ class MemoryClient:
             found = self._get("observations/search/", user_id, scope, params)
         except ValidationError as error:
             raise error.spelled({"q": "query"}) from None  # the API's parameter is this method's query
-        return decode(list[types.ObservationCompact], found)
+        return decode_list(types.ObservationCompact, found)
 
-    def mem_context(self, user_id: str | None = None, *, limit: int | None = None, scope="", since=None,
-                    until=None) -> list[types.ObservationCompact]:
+    def mem_context(self, user_id: str | None = None, *, limit: int | None = None, scope: ScopeArg = "", since: Moment = None,
+                    until: Moment = None) -> list[types.ObservationCompact]:
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
         site's CONTEXT_MEMORIES setting, as at session start; ``since`` / ``until`` keep to what
         happened in that period."""
         params = [] if limit is None else [("limit", _count("limit", limit))]
         params += _period(since, until)
-        return decode(list[types.ObservationCompact], self._get("context/", user_id, scope, params))
+        return decode_list(types.ObservationCompact, self._get("context/", user_id, scope, params))
 
     def mem_timeline(self, user_id: str | None = None, observation_id: str | None = None, *,
                      before: int = 5, after: int = 5,
-                     scope="") -> types.Timeline:
+                     scope: ScopeArg = "") -> types.Timeline:
         path = f"observations/{_id(observation_id, ObservationNotFound)}/timeline/"
         params = [("before", _count("before", before)), ("after", _count("after", after))]
         return decode(types.Timeline, self._get(path, user_id, scope, params))
 
-    def mem_stats(self, user_id: str | None = None, *, scope="") -> types.MemoryStats:
+    def mem_stats(self, user_id: str | None = None, *, scope: ScopeArg = "") -> types.MemoryStats:
         """Counts of what ``scope`` reads (``"*"``: all of the user's), with live memories per scope."""
         return decode(types.MemoryStats, self._get("stats/", user_id, scope))
 
     # -- the user's data -----------------------------------------------------------------
 
-    def mem_export(self, user_id: str | None = None, *, scope="*") -> dict:
+    def mem_export(self, user_id: str | None = None, *, scope: ScopeArg = "*") -> dict[str, Any]:
         """The user's rows (sessions, observations, revisions) in ``scope`` (default: every
         scope) as a versioned dict; each record names its scope."""
-        return self._get("export/", user_id, scope, default=ALL)
+        document: dict[str, Any] = self._get("export/", user_id, scope, default=ALL)
+        return document
 
-    def mem_import(self, user_id: str | None = None, data: dict | None = None, *,
-                   scope: str | None = None) -> dict:
+    def mem_import(self, user_id: str | None = None, data: dict[str, Any] | None = None, *,
+                   scope: str | None = None) -> dict[str, Any]:
         """Add an export's rows the user lacks, each into its record's scope, or all into
         ``scope`` when given; idempotent; ValidationError, nothing written, on a bad one."""
         body = {**_body(self._who(user_id), scope, default=None), "data": data}
-        return self._http.request("POST", "import/", body=body)
+        counts: dict[str, Any] = self._http.request("POST", "import/", body=body)
+        return counts
 
-    def mem_forget_user(self, user_id: str | None = None, *, scope: str = "*") -> dict[str, int]:
+    def mem_forget_user(self, user_id: str | None = None, *, scope: ScopeArg = "*") -> dict[str, int]:
         """Erase every row of the user (or only of one ``scope``) in one transaction; returns
         the counts per kind."""
         # The API asks for the user_id again as confirmation, compared after it is stripped; a
@@ -241,15 +248,17 @@ class MemoryClient:
             user_id = self.whoami().user_id
         confirm = user_id.strip() if isinstance(user_id, str) else user_id
         body = {**_body(self._who(user_id), scope, default=ALL), "confirm": confirm}
-        return self._http.request("POST", "forget/", body=body)
+        erased: dict[str, int] = self._http.request("POST", "forget/", body=body)
+        return erased
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _get(self, path: str, user_id, scope, params: list[tuple[str, str]] | None = None, *, default=SHARED):
+    def _get(self, path: str, user_id: str | None, scope: ScopeArg, params: list[tuple[str, str]] | None = None, *,
+             default: ScopeArg = SHARED) -> Any:
         query = [*_user(self._who(user_id)), *_scope(scope, default), *(params or [])]
         return self._http.request("GET", path, query=query)
 
-    def _who(self, user_id):
+    def _who(self, user_id: str | None) -> str | None:
         """The user_id a call names: its own, else the client's, else None: the token's own user,
         for a plain account. An account allowed to act for any user must name one, as with the
         facade: a call of a service that lost its user would otherwise write to its own memory."""
@@ -266,18 +275,18 @@ class MemoryClient:
         return self._may_act_for_any_user
 
 
-def _body(user_id, scope, *, default=SHARED) -> dict[str, Any]:
+def _body(user_id: str | None, scope: ScopeArg, *, default: ScopeArg = SHARED) -> dict[str, Any]:
     """A write's user_id unless it names none (the token's own user), and its scope unless it is
     the method's default (see ``_scope``)."""
-    body = {} if user_id is None else {"user_id": user_id}
+    body: dict[str, Any] = {} if user_id is None else {"user_id": user_id}
     return body if scope == default else {**body, "scope": scope}
 
 
-def _user(user_id) -> list[tuple[str, str]]:
+def _user(user_id: str | None) -> list[tuple[str, str]]:
     return [] if user_id is None else [("user_id", check_text("user_id", user_id, allow_blank=True))]
 
 
-def _scope(scope, default=SHARED) -> list[tuple[str, str]]:
+def _scope(scope: ScopeArg, default: ScopeArg = SHARED) -> list[tuple[str, str]]:
     """``scope`` as the query names it: one value, or a list as the parameter repeated.
 
     The method's default is not named: the API's default is the same, except for an account
@@ -298,20 +307,25 @@ def _scope(scope, default=SHARED) -> list[tuple[str, str]]:
     return [("scope", check_text("scope", scope))]  # not a string: the facade's error
 
 
-def _count(field: str, value) -> str:
+def _count(field: str, value: object) -> str:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValidationError(field, "must be an integer.", code="invalid_type")
     return str(value)
 
 
-def _moment(field: str, value) -> str:
+def _moment(field: str, value: object) -> str:
     """A moment as JSON or a query string carries it: text as given (the server reads it), any
     other value read here by the facade's own check (a naive date-time is refused in its words)
     and sent in ISO 8601."""
-    return value if _sendable(value) else clean_moment(field, value).isoformat()
+    if _sendable(value):
+        return value
+    moment = clean_moment(field, value)
+    if moment is None:  # the callers send no None; the facade's words if one comes
+        raise ValidationError(field, "must be a date-time, not null.", code="null")
+    return moment.isoformat()
 
 
-def _sendable(value) -> bool:
+def _sendable(value: object) -> TypeGuard[str]:
     """Text a URL or JSON carries as it is (a lone surrogate is not: the facade's check refuses it here)."""
     if not isinstance(value, str):
         return False
@@ -322,13 +336,13 @@ def _sendable(value) -> bool:
     return True
 
 
-def _period(since, until) -> list[tuple[str, str]]:
+def _period(since: Moment, until: Moment) -> list[tuple[str, str]]:
     return [(name, _moment(name, value)) for name, value in (("since", since), ("until", until)) if value is not None]
 
 
-def _times(fields: dict) -> dict[str, Any]:
+def _times(fields: dict[str, Any]) -> dict[str, Any]:
     """The time fields of a write in their JSON form (None stays null: "never" for expires_at)."""
-    times = {}
+    times: dict[str, Any] = {}
     for name in ("happened_at", "expires_at"):
         if fields.get(name) is not None:
             times[name] = _moment(name, fields[name])
@@ -336,13 +350,15 @@ def _times(fields: dict) -> dict[str, Any]:
         ttl = fields["ttl"]
         if isinstance(ttl, timedelta) or (isinstance(ttl, float) and not math.isfinite(ttl)):
             # JSON has no duration and no infinity: read here, by the facade's check, as seconds.
-            seconds = clean_ttl(ttl).total_seconds()
+            duration = clean_ttl(ttl)
+            assert duration is not None  # ttl is a timedelta or a float here, never None
+            seconds = duration.total_seconds()
             ttl = int(seconds) if seconds.is_integer() else seconds
         times["ttl"] = ttl
     return times
 
 
-def _zone_name(value) -> str:
+def _zone_name(value: object) -> str:
     """A time zone as the query string names it: its IANA name (the facade's error for a value
     that is neither a name nor a tzinfo)."""
     if _sendable(value):
@@ -355,6 +371,6 @@ def _zone_name(value) -> str:
     return name
 
 
-def _id(value, error: type[LookupError]) -> str:
+def _id(value: object, error: type[LookupError]) -> str:
     """A UUID's canonical form for the URL; anything else is not found, as in the facade."""
     return str(value if isinstance(value, uuid.UUID) else parse_uuid(value, error))

@@ -11,6 +11,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from email.message import Message
 from typing import Any
 
 from ..exceptions import Conflict, NoActiveSession, ObservationNotFound, SessionNotFound, ValidationError
@@ -110,7 +112,7 @@ def encode_body(body: dict[str, Any]) -> bytes:
     raise AssertionError("unreachable")
 
 
-def error_for(status: int, raw: bytes, headers, *, url: str = "", base_url: str = "") -> Exception:
+def error_for(status: int, raw: bytes, headers: Message | Mapping[str, str] | None, *, url: str = "", base_url: str = "") -> Exception:
     """The exception an error answer means: the facade's own for bad input and a missing row;
     a 404 that is not the API's JSON says where the API must be (``url`` is what was asked)."""
     try:

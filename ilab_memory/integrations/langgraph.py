@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from langgraph.store.base import (
     BaseStore,
@@ -55,13 +55,15 @@ from ..validation import MAX_TTL_SECONDS, OBSERVATIONS_LIMIT, normalize_topic_ke
 
 FIELDS = ("title", "content", "type")
 STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
-MAX_LISTED = OBSERVATIONS_LIMIT.maximum  # the most observations one list read returns
+MAX_LISTED = OBSERVATIONS_LIMIT.bounds()[1]  # the most observations one list read returns
 
 
 MAX_TTL_MINUTES = MAX_TTL_SECONDS // 60
 # What a TTLConfig may say here: reads never refresh a TTL, and the site's sweep erases what expired.
 TTL_CONFIG_ALLOWED = {"default_ttl": None, "refresh_on_read": False, "omit_expired": True,
                       "sweep_interval_minutes": None}
+
+_Item = TypeVar("_Item", bound=Item)
 
 
 class MemoryStore(BaseStore):
@@ -71,7 +73,8 @@ class MemoryStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, memory=None, *, ttl: TTLConfig | None = None):
+    # ``memory``: an ILabMemory or a MemoryClient, which answer the same calls.
+    def __init__(self, memory: Any = None, *, ttl: TTLConfig | None = None) -> None:
         if memory is None:
             from .. import ILabMemory
 
@@ -107,8 +110,10 @@ class MemoryStore(BaseStore):
             return self._search(op)
         if isinstance(op, PutOp):
             if op.value is None:
-                return self._delete(op.namespace, op.key)
-            return self._put(op)
+                self._delete(op.namespace, op.key)
+            else:
+                self._put(op, op.value)
+            return None
         if isinstance(op, ListNamespacesOp):
             return self._list_namespaces(op)
         raise TypeError(f"MemoryStore does not know the operation {type(op).__name__}.")
@@ -118,12 +123,12 @@ class MemoryStore(BaseStore):
         record = self._find(user_id, scope, key)
         return None if record is None else item_of(record, Item)
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp, value: Mapping[str, Any]) -> None:
         user_id, scope = user_and_scope(op.namespace)
         key = op.key
         if not isinstance(key, str) or normalize_topic_key(key) is None:
             raise ValidationError("key", "must be a non-blank string.", code="blank")
-        fields, metadata = observation_fields(key, op.value)
+        fields, metadata = observation_fields(key, value)
         ttl = ttl_seconds(op.ttl)
         try:
             self.memory.mem_save(user_id, fields["title"], fields["content"], type=fields["type"], topic_key=key,
@@ -152,7 +157,7 @@ class MemoryStore(BaseStore):
                 raise ValidationError("limit", f"offset and limit add up to {wanted}; the limit is {MAX_LISTED}.",
                                       code="max_value", limit=MAX_LISTED, size=wanted)
             hits = self.memory.mem_list_observations(user_id, type=type, limit=wanted, scope=reach)
-        items = []
+        items: list[SearchItem] = []
         for hit in hits[op.offset:]:
             # A hit is compact (a preview); the item carries the whole value.
             record = self.memory.mem_get_observation(user_id, hit.id, scope=[hit.scope])
@@ -178,7 +183,7 @@ class MemoryStore(BaseStore):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _find(self, user_id: str, scope: str, key: str):
+    def _find(self, user_id: str, scope: str, key: str) -> Any:
         """The live observation of ``key`` in exactly ``scope``, in full; None if there is none."""
         exact = [scope]
         if not isinstance(key, str) or normalize_topic_key(key) is None:
@@ -198,7 +203,7 @@ class MemoryStore(BaseStore):
         return isinstance(self.memory, ILabMemory)
 
 
-def ttl_seconds(minutes) -> timedelta | None:
+def ttl_seconds(minutes: object) -> timedelta | None:
     """A put's ``ttl`` (LangGraph counts minutes) as the observation's ``ttl``; None: never.
     A bad one is refused here, in minutes, rather than in the seconds the facade counts."""
     if minutes is None:
@@ -234,6 +239,10 @@ def clean_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
     return TTLConfig(**config)
 
 
+@overload
+def user_and_scope(namespace: tuple[str, ...], *, prefix: Literal[False] = ...) -> tuple[str, str]: ...
+@overload
+def user_and_scope(namespace: tuple[str, ...], *, prefix: bool) -> tuple[str, str | None]: ...
 def user_and_scope(namespace: tuple[str, ...], *, prefix: bool = False) -> tuple[str, str | None]:
     """``(user_id,)`` is the shared space (as a search prefix: every scope), ``(user_id, scope)`` a scope."""
     namespace = tuple(namespace)
@@ -250,7 +259,7 @@ def namespace_of(user_id: str, scope: str) -> tuple[str, ...]:
     return (user_id,) if scope == SHARED else (user_id, scope)
 
 
-def observation_fields(key: str, value: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+def observation_fields(key: str, value: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """The observation's title, content and type from a put's value, and its metadata: the
     other entries, and which fields the value gave (so ``get`` returns the value as put)."""
     if not isinstance(value, dict):
@@ -275,7 +284,7 @@ def as_text(entries: dict[str, Any]) -> str:
     return "\n".join(lines) or "(empty)"
 
 
-def item_of(record, cls: type[Item], **extra) -> Item:
+def item_of(record: Any, cls: type[_Item], **extra: Any) -> _Item:
     """The LangGraph item of an observation (``ObservationRecord``)."""
     metadata = dict(record.metadata)
     stored = metadata.pop(STORE_KEY, None)

@@ -11,3 +11,15 @@ class DatabaseCommand(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--database", default="default", help=self.database_help)
+
+
+class SweepCommand(DatabaseCommand):
+    """A sweep of one database alias, for cron: ``sweep`` does the work and reports."""
+
+    database_help = "Database alias to sweep."
+
+    def handle(self, *args, **options):
+        self.sweep(using=options["database"], verbosity=options["verbosity"])
+
+    def sweep(self, *, using: str, verbosity: int) -> None:
+        raise NotImplementedError

@@ -26,7 +26,8 @@ import io
 import json
 import logging
 import sys
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from rest_framework.authentication import TokenAuthentication
@@ -41,12 +42,35 @@ from rest_framework.exceptions import (
 from ..access import BearerTokenAuthentication
 from .server import ToolRefusal
 
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
 logger = logging.getLogger("ilab_memory.mcp")
 
 PRINCIPAL_SCOPE_KEY = "ilab_memory.principal"
 
 
 DEFAULT_AUTHENTICATION_CLASSES = (BearerTokenAuthentication, TokenAuthentication)
+
+
+@dataclass
+class _Serving:
+    """One start of the server: the SDK's session manager, the task that runs it, and the
+    events that say it is ready and ask it to stop."""
+
+    manager: StreamableHTTPSessionManager
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    runner: asyncio.Task[None] = field(init=False)
+
+
+async def _run(serving: _Serving) -> None:
+    try:
+        async with serving.manager.run():
+            serving.ready.set()
+            await serving.stop.wait()
+    finally:
+        serving.ready.set()
 
 
 def api_exception_body(exc: APIException) -> dict[str, Any]:
@@ -134,14 +158,11 @@ class MemoryMCPApp:
         self.scope = scope
         self.authentication_classes = tuple(authentication_classes or DEFAULT_AUTHENTICATION_CLASSES)
         self._transport_security = transport_security
-        self._manager = None
-        self._ready: asyncio.Event | None = None
-        self._stop: asyncio.Event | None = None
-        self._runner: asyncio.Task | None = None
+        self._serving: _Serving | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def _build_manager(self):
+    def _build_manager(self) -> StreamableHTTPSessionManager:
         from django.conf import settings
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -165,32 +186,30 @@ class MemoryMCPApp:
 
     async def start(self) -> None:
         """Start serving (idempotent); ASGI lifespan startup calls it, or the first request."""
-        if self._ready is None:
-            manager = self._build_manager()  # raises on a bad configuration, before anything starts
-            self._manager, self._ready, self._stop = manager, asyncio.Event(), asyncio.Event()
+        await self._started()
+
+    async def _started(self) -> _Serving:
+        if self._serving is None:
+            serving = _Serving(self._build_manager())  # raises on a bad configuration, before anything starts
+            self._serving = serving
             # The SDK's manager needs a long-lived task group; it lives in a task of its own so a
             # request that happens to start it does not own it.
-            self._runner = asyncio.get_running_loop().create_task(self._run())
-        await self._ready.wait()
-        if self._runner.done():
-            self._runner.result()  # the manager failed to start: raise its error here
-
-    async def _run(self) -> None:
-        try:
-            async with self._manager.run():
-                self._ready.set()
-                await self._stop.wait()
-        finally:
-            self._ready.set()
+            serving.runner = asyncio.get_running_loop().create_task(_run(serving))
+        serving = self._serving
+        await serving.ready.wait()
+        if serving.runner.done():
+            serving.runner.result()  # the manager failed to start: raise its error here
+        return serving
 
     async def stop(self) -> None:
         """Stop serving; a later request or lifespan startup starts it afresh (settings re-read)."""
-        if self._runner is not None:
-            self._stop.set()
+        serving = self._serving
+        if serving is not None:
+            serving.stop.set()
             try:
-                await self._runner
+                await serving.runner
             finally:
-                self._manager = self._ready = self._stop = self._runner = None
+                self._serving = None
 
     # -- requests --------------------------------------------------------------------------
 
@@ -200,7 +219,7 @@ class MemoryMCPApp:
             return
         if scope["type"] != "http":
             return  # websockets: not served (closing without accepting refuses them)
-        await self.start()
+        serving = await self._started()
         principal, refusal = await sync_to_async(self._authenticate, thread_sensitive=False)(scope)
         if refusal is not None:
             await _send_json(send, *refusal)
@@ -209,7 +228,7 @@ class MemoryMCPApp:
             # Stateless: no stream to open with GET, no session to end with DELETE.
             await _send_json(send, 405, api_exception_body(MethodNotAllowed(scope["method"])), [(b"allow", b"POST")])
             return
-        await self._manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
+        await serving.manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
 
     def _authenticate(self, scope):
         """(RequestUser, None) for an authenticated request, else (None, (status, body, headers))."""

@@ -22,7 +22,7 @@ from typing import Any
 from mcp_types import ToolAnnotations
 
 from ..conf import Config
-from ..encoding import encode, listing_schema, schema
+from ..encoding import encode, listing_schema, memory_field_schema, schema
 from ..services.privacy import redact, redact_json, shown_key
 from ..types import (
     DeleteResult,
@@ -36,12 +36,15 @@ from ..types import (
 )
 from ..validation import (
     CONTEXT_LIMIT,
-    MAX_TTL_SECONDS,
+    MEMORY_FIELDS,
     MIN_SCORE_MINIMUM,
+    MOMENT,
     SEARCH_LIMIT,
     TIMELINE_AFTER,
     TIMELINE_BEFORE,
+    UPDATABLE_FIELDS,
     Count,
+    MemoryField,
 )
 
 OBSERVATION_VOCABULARY = ("manual", "decision", "architecture", "bugfix", "pattern", "config", "discovery",
@@ -61,6 +64,9 @@ class ToolSpec:
 
 
 # ----------------------------------------------------------------------------- input schemas
+
+# The memory's fields an agent writes text into (their private blocks are counted for it).
+TEXT_FIELDS = tuple(field.name for field in MEMORY_FIELDS if field.kind == "text")
 
 
 def _user_id(config: Config) -> dict[str, Any]:
@@ -88,31 +94,40 @@ def _type(config: Config, *, purpose: str) -> dict[str, Any]:
     return schema
 
 
-def _title(config: Config) -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "maxLength": config.MAX_TITLE_CHARS,
-            "description": "Short, specific and searchable, e.g. \"Use PostgreSQL in production\"."}
-
-
-def _content(config: Config) -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "maxLength": config.MAX_CONTENT_CHARS,
-            "description": "The memory itself, self-contained: what, why, and where it applies. Wrap secrets "
-            "in <private>…</private>; they are replaced by [REDACTED] before anything is stored."}
-
-
-def _topic_key(config: Config, *, update: bool) -> dict[str, Any]:
+def _advice(config: Config, *, update: bool) -> dict[str, str]:
+    """What agents are told of a memory's fields beyond their declaration's words
+    (``validation.MEMORY_FIELDS``): how to write a good one, with examples and the site's limits."""
+    vocabulary = ", ".join(config.OBSERVATION_TYPES or OBSERVATION_VOCABULARY)
     if update:
-        text = "New topic key; null removes the topic."
+        topic_key = "New topic key; null removes the topic."
+        metadata = "New metadata object; null clears it."
     else:
-        text = ("Optional stable key for a fact that evolves (e.g. \"database-choice\"): saving again with the "
-                "same topic_key revises that memory instead of adding one. Normalized: trimmed, lowercased, "
-                "spaces become '-'.")
-    return {"type": ["string", "null"], "maxLength": config.MAX_TOPIC_KEY_CHARS, "description": text}
+        topic_key = ("Optional stable key for a fact that evolves (e.g. \"database-choice\"): saving again with the "
+                     "same topic_key revises that memory instead of adding one. Normalized: trimmed, lowercased, "
+                     "spaces become '-'.")
+        metadata = (f"Optional JSON object of extra facts (files, tags, links); at most "
+                    f"{config.MAX_METADATA_BYTES} bytes serialized and {config.MAX_METADATA_DEPTH} levels deep.")
+    return {
+        "title": "Short, specific and searchable, e.g. \"Use PostgreSQL in production\".",
+        "content": "The memory itself, self-contained: what, why, and where it applies. Wrap secrets in "
+        "<private>…</private>; they are replaced by [REDACTED] before anything is stored.",
+        "type": f"{'New kind' if update else 'Kind'} of memory. A lowercase slug; usual values: {vocabulary}.",
+        "topic_key": topic_key,
+        "metadata": metadata,
+    }
 
 
-def _metadata(config: Config) -> dict[str, Any]:
-    return {"type": ["object", "null"],
-            "description": f"Optional JSON object of extra facts (files, tags, links); at most "
-            f"{config.MAX_METADATA_BYTES} bytes serialized and {config.MAX_METADATA_DEPTH} levels deep."}
+def memory_properties(config: Config, *, update: bool,
+                      fields: tuple[MemoryField, ...] = MEMORY_FIELDS) -> dict[str, Any]:
+    """The memory's fields as mem_save (or mem_update) takes them: each declared field's schema
+    (``encoding.memory_field_schema``: its kind, bound and words), and the advice above."""
+    advice = _advice(config, update=update)
+    properties = {}
+    for field in fields:
+        properties[field.name] = memory_field_schema(field, config, update=update)
+        if field.name in advice:
+            properties[field.name]["description"] = advice[field.name]
+    return properties
 
 
 def _summary(config: Config, *, optional: bool) -> dict[str, Any]:
@@ -128,23 +143,8 @@ def _summary(config: Config, *, optional: bool) -> dict[str, Any]:
     return schema
 
 
-# What a time argument accepts, as ``validation.clean_moment`` reads it.
-MOMENT = ("ISO 8601 with a UTC offset (2026-03-01T09:30:00+01:00, 2026-03-01T08:30:00Z) or a date "
-          "(2026-03-01: its midnight, UTC)")
-
-
 def _moment(description: str, *, nullable: bool = False) -> dict[str, Any]:
-    return {"type": ["string", "null"] if nullable else "string", "description": f"{description} {MOMENT}."}
-
-
-def _expiry(*, update: bool) -> dict[str, Any]:
-    moment = _moment("When it expires: from then on no read sees it, and the expiry sweep erases it.",
-                     nullable=update)
-    if update:
-        moment["description"] += " null: it never expires by itself."
-    ttl = {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECONDS,
-           "description": "Or: seconds from now until it expires (86400: a day). Give expires_at or ttl, not both."}
-    return {"expires_at": moment, "ttl": ttl}
+    return {"type": ["string", "null"] if nullable else "string", "description": f"{description} {MOMENT}"}
 
 
 def _period() -> dict[str, Any]:
@@ -322,7 +322,7 @@ def _private_blocks(args: dict[str, Any]) -> int:
     """How many private blocks the text arguments of this call held (after the services accepted
     them): a saved row's ``redacted_blocks`` counts every write to it, not this one."""
     blocks = 0
-    for name in ("title", "content", "topic_key"):
+    for name in TEXT_FIELDS:
         if isinstance(args.get(name), str):
             blocks += redact(args[name]).blocks
     if isinstance(args.get("metadata"), dict):
@@ -344,11 +344,8 @@ def _times(record: dict[str, Any]) -> str:
 
 
 def _save(memory, user_id, scope, args):
-    data = encode(memory.mem_save(
-        user_id, args["title"], args["content"], type=args.get("type", "manual"),
-        topic_key=args.get("topic_key"), metadata=args.get("metadata"), scope=scope,
-        happened_at=args.get("happened_at"), expires_at=args.get("expires_at"), ttl=args.get("ttl"),
-    ))
+    given = {field.name: args[field.name] for field in MEMORY_FIELDS if field.name in args}
+    data = encode(memory.mem_save(user_id, scope=scope, **given))
     record = data["observation"]
     verb = {
         "created": "Saved a new memory",
@@ -513,14 +510,8 @@ def tool_specs(config: Config) -> list[ToolSpec]:
             "now); expires_at or ttl make a short-lived note that disappears by itself.",
             _object({
                 **user,
-                "title": _title(config),
-                "content": _content(config),
-                "type": {**_type(config, purpose="Kind of memory."), "default": "manual"},
-                "topic_key": _topic_key(config, update=False),
-                "metadata": _metadata(config),
-                "happened_at": _moment("When what it says happened (\"moved to Berlin in March\"), if not now."),
-                **_expiry(update=False),
-            }, required=("title", "content")),
+                **memory_properties(config, update=False),
+            }, required=tuple(field.name for field in MEMORY_FIELDS if field.required)),
             schema(SaveResult),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                             open_world_hint=False),
@@ -597,20 +588,13 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ),
         ToolSpec(
             "mem_update", "Change a memory",
-            "Change some fields of a memory (at least one of title, content, type, topic_key, metadata, "
-            "happened_at, expires_at, ttl). The previous version is kept in its history, revision_count grows, "
+            f"Change some fields of a memory (at least one of {', '.join(UPDATABLE_FIELDS)}). The previous version is kept in its history, revision_count grows, "
             "and the memory moves to the active session. Only memories of the scope this server acts in can be changed; others answer "
             "observation_not_found.",
             _object({
                 **user,
                 "observation_id": _observation_id(),
-                "title": _title(config),
-                "content": _content(config),
-                "type": _type(config, purpose="New kind of memory."),
-                "topic_key": _topic_key(config, update=True),
-                "metadata": {**_metadata(config), "description": "New metadata object; null clears it."},
-                "happened_at": _moment("When what it says happened."),
-                **_expiry(update=True),
+                **memory_properties(config, update=True),
             }, required=("observation_id",)),
             schema(ObservationRecord),
             ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,

@@ -20,13 +20,21 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from ..conf import Config
 from ..exceptions import ValidationError
 from ..models import Observation, ObservationRevision, Session, SessionStatus
 from ..scopes import SHARED, clean_write_scope
-from ..validation import check_length, check_text, clean_choice, clean_type
+from ..validation import (
+    MEMORY_FIELDS,
+    NO_DEFAULT,
+    MemoryField,
+    check_length,
+    check_text,
+    clean_choice,
+    clean_type,
+)
 from .observations import clean_fields
 from .privacy import redact, shown_key
 
@@ -59,7 +67,18 @@ REVISION_REQUIRED = ("observation_id", "revision", "title", "content", "written_
 DOCUMENT_REQUIRED = ("format", "version")
 
 
-def _fail(field: str, message: str, code: str = "invalid"):
+def read_as_saved(fields: tuple[MemoryField, ...] = MEMORY_FIELDS) -> tuple[tuple[str, Any], ...]:
+    """The declared fields a save takes that an import reads the same way, with what a record
+    lacking one gets (the type is checked apart, against the types a revision may hold; the
+    moments are the document's own)."""
+    return tuple((field.name, None if field.default is NO_DEFAULT else field.default)
+                 for field in fields if field.kind in ("text", "object"))
+
+
+_AS_SAVED = read_as_saved()
+
+
+def _fail(field: str, message: str, code: str = "invalid") -> NoReturn:
     raise ValidationError(field, message, code=code)
 
 
@@ -106,13 +125,13 @@ def _timestamp(field: str, value: Any, *, nullable: bool = False) -> datetime | 
     if parsed.tzinfo is None:
         _fail(field, "must carry a time zone (UTC).", "naive_timestamp")
     try:
-        parsed = parsed.astimezone(UTC)
+        in_utc: datetime | None = parsed.astimezone(UTC)
     except OverflowError:
-        parsed = None
+        in_utc = None
     # A bounded range keeps the timeout arithmetic done on imported times from overflowing.
-    if parsed is None or not TIMESTAMP_YEARS[0] <= parsed.year <= TIMESTAMP_YEARS[1]:
+    if in_utc is None or not TIMESTAMP_YEARS[0] <= in_utc.year <= TIMESTAMP_YEARS[1]:
         _fail(field, f"must lie between the years {TIMESTAMP_YEARS[0]} and {TIMESTAMP_YEARS[1]}.", "invalid_timestamp")
-    return parsed
+    return in_utc
 
 
 def _count(field: str, value: Any, *, minimum: int) -> int:
@@ -175,13 +194,10 @@ def _clean_session(field: str, row: Any, *, config: Config, target: str | None, 
 
 
 def _clean_text_fields(field: str, row: dict, *, config: Config, allowed_types) -> tuple[dict, int]:
-    """Title, content, type, topic_key and metadata through the same checks as a save."""
+    """The memory's text fields, its metadata and its type through the same checks as a save."""
     try:
         type_ = clean_type(row.get("type", "manual"), allowed=allowed_types)
-        fields = clean_fields(
-            config=config, title=row["title"], content=row["content"],
-            topic_key=row.get("topic_key"), metadata=row.get("metadata"),
-        )
+        fields = clean_fields(config=config, **{name: row.get(name, default) for name, default in _AS_SAVED})
     except ValidationError as error:
         inner = "type" if error.field == "type" else error.field
         raise ValidationError(

@@ -29,7 +29,7 @@ def _chunks(items: list, size: int = CHUNK) -> Iterator[list]:
 
 def _owners(model, ids: list, *, using: str) -> dict:
     """id -> (user_id, scope) for the ids that already exist, read in chunks."""
-    owners = {}
+    owners: dict[Any, tuple[str, str]] = {}
     for chunk in _chunks(ids):
         rows = model.objects.using(using).filter(pk__in=chunk).values_list("pk", "user_id", "scope")
         owners.update((pk, (user_id, scope)) for pk, user_id, scope in rows)
@@ -177,7 +177,7 @@ def _hide_topic_conflicts(user_id: str, observations: list, *, now: datetime, co
     gone to every read, and the one-live-topic rule would still count it.
     """
     wanted = {o["topic_key"] for o in observations if o["topic_key"] is not None and o["deleted_at"] is None}
-    taken = set()
+    taken: set[tuple[str, str | None]] = set()  # (scope, topic key)
     for chunk in _chunks(sorted(wanted)):
         mine = Observation.objects.using(using).filter(user_id=user_id, topic_key__in=chunk)
         mine.filter(expired_q(config, now=now), deleted_at__isnull=True).delete()

@@ -21,7 +21,7 @@ from ilab_memory.admin import selectors as admin_selectors
 from ilab_memory.models import Observation, ObservationVector, Session, SessionStatus
 from ilab_memory.services.observations import observation_save
 from ilab_memory.services.sessions import session_end, session_start
-from tests.admin.test_admin import (
+from tests.admin.pages import (
     OBSERVATIONS,
     SESSIONS,
     observation_url,

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from ilab_memory.models import Observation, ObservationRevision, Session
 from ilab_memory.services.observations import observation_save, observation_update
-from tests.admin.test_admin import SESSIONS, staff_client
+from tests.admin.pages import SESSIONS, staff_client
 
 
 def seed():

@@ -13,7 +13,7 @@ from django.urls import reverse
 from ilab_memory.models import Observation, ObservationVector, Session
 from ilab_memory.services.observations import observation_delete, observation_save
 from ilab_memory.services.sessions import session_end
-from tests.admin.test_admin import (
+from tests.admin.pages import (
     OBSERVATIONS,
     SESSIONS,
     listed,

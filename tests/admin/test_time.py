@@ -14,7 +14,7 @@ from ilab_memory.admin import selectors as admin_selectors
 from ilab_memory.conf import get_config
 from ilab_memory.models import Observation, ObservationRevision
 from ilab_memory.services.observations import observation_delete, observation_save
-from tests.admin.test_admin import OBSERVATIONS, listed, observation_form, observation_url, session_url
+from tests.admin.pages import OBSERVATIONS, listed, observation_form, observation_url, session_url
 from tests.admin.test_console import OVERVIEW, WORDS_ONLY, grow
 
 RETENTION = {**WORDS_ONLY, "RETENTION": {"conversation": timedelta(days=30), "scratch": timedelta(hours=12)}}

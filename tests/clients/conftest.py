@@ -40,3 +40,14 @@ def client_for(api_url):
         return MemoryClient(api_url, account.token, **options)
 
     return make
+
+
+@pytest.fixture
+def facade(live_db):  # noqa: F811
+    return ILabMemory()
+
+
+@pytest.fixture
+def remote(client_for, accounts, live_db):  # noqa: F811
+    """The agent backend's client: names any user_id, as the facade does."""
+    return client_for(accounts["agent"])

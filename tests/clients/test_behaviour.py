@@ -6,11 +6,11 @@ tests that need the facade's process (a stopped clock, threads, settings overrid
 database's internals) stay with the facade alone.
 """
 
-from tests.test_data import (  # noqa: F401
+from tests.test_document import test_import_of_a_non_object_is_a_validation_error  # noqa: F401
+from tests.test_erasure import (  # noqa: F401
     test_forget_leaves_no_search_index_entry,
     test_forget_of_an_unknown_user_erases_nothing,
     test_forget_rejects_a_bad_user_id,
-    test_import_of_a_non_object_is_a_validation_error,
 )
 from tests.test_facade import (  # noqa: F401
     test_a_count_out_of_its_bounds_names_the_field_and_the_limit,

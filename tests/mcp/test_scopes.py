@@ -30,7 +30,7 @@ from ilab_memory.mcp.http import MemoryMCPApp, with_mcp
 from ilab_memory.models import Observation, Session
 from tests.mcp import page
 from tests.mcp.conftest import make_account, mcp_client, serving, snapshot
-from tests.mcp.test_console_script import SCRIPT, agent_environment
+from tests.mcp.test_main import SCRIPT, agent_environment
 from tests.mcp.test_stdio import site_environment
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -88,3 +88,15 @@ def quiet_broken_pipe():
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise SystemExit(1) from None
+
+
+def swept(command, sweep, *, label: str, unit: str, using: str, verbosity: int):
+    """``sweep(using=, progress=)`` run under a progress line; what it returns."""
+    with Progress(command, label, verbosity=verbosity, unit=unit) as progress:
+        return sweep(using=using, progress=progress.update)
+
+
+def report(command, text: str, *, verbosity: int) -> None:
+    """The sweep's one line of success, unless ``-v 0``."""
+    if verbosity >= 1:
+        command.stdout.write(command.style.SUCCESS(text))

@@ -1,41 +1,27 @@
-"""What only the remote face has: its values decoded from the API, the API's errors raised as the
-facade's exceptions, accounts and their limits, paging, scopes, retries and timeouts over real
-sockets, and a plain Python process that never imports Django."""
+"""client/memory.py, what only the remote face has: the same values as the facade, accounts and
+their limits, paging, scopes, privacy, and a plain Python process that never imports Django
+(its values decoded: test_decode.py; the API's errors raised as the facade's: test_errors.py;
+retries and timeouts over real sockets: test_transport.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
-from ilab_memory import ILabMemory, types
-from ilab_memory.client import AccessDenied, ApiError, MemoryClient, NotAuthenticated, ServiceUnavailable
-from ilab_memory.client.decode import decode
-from ilab_memory.encoding import encode
-from ilab_memory.exceptions import NoActiveSession, ObservationNotFound, SessionNotFound, ValidationError
-from tests.mcp.conftest import everything_stored, free_port
+from ilab_memory import types
+from ilab_memory.client import AccessDenied
+from ilab_memory.exceptions import ObservationNotFound, ValidationError
+from tests.mcp.conftest import everything_stored
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture
-def facade(live_db):
-    return ILabMemory()
-
-
-@pytest.fixture
-def remote(client_for, accounts, live_db):
-    """The agent backend's client: names any user_id, as the facade does."""
-    return client_for(accounts["agent"])
 
 
 # -- the same values --------------------------------------------------------------------------
@@ -77,102 +63,6 @@ def _plain(value):
     if dataclasses.is_dataclass(value):
         return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     return value
-
-
-@pytest.mark.parametrize("cls", [types.SaveResult, types.SessionStartResponse, types.Timeline, types.MemoryStats])
-def test_every_value_decodes_back_from_its_json(cls, facade, remote):
-    saved = facade.mem_save("alice", "Tea", "Green tea, no sugar.", type="preference")
-    facade.mem_save("alice", "Tea time", "Tea at five.")
-    value = {
-        types.SaveResult: saved,
-        types.SessionStartResponse: facade.mem_session_start("alice"),
-        types.Timeline: facade.mem_timeline("alice", saved.observation.id),
-        types.MemoryStats: facade.mem_stats("alice"),
-    }[cls]
-    assert decode(cls, encode(value)) == value
-
-
-# -- the facade's exceptions ------------------------------------------------------------------
-
-
-def test_bad_input_is_the_facades_validation_error_with_field_limit_and_size(remote):
-    with pytest.raises(ValidationError) as raised:
-        remote.mem_save("alice", "t" * 301, "c")
-    error = raised.value
-    assert (error.field, error.code, error.limit, error.size) == ("title", "max_length", 300, 301)
-    assert str(error) == "title: is 301 characters long; the limit is 300 characters."
-    assert error.errors == {"title": ["is 301 characters long; the limit is 300 characters."]}
-
-
-def test_every_validation_error_has_errors_whoever_raises_it(mem, remote):
-    """The API's, the client's own checks' and the facade's alike: ``errors`` maps the field to
-    its messages."""
-    for call in (lambda: mem.mem_save("alice", "t" * 301, "c"), lambda: mem.mem_search("alice", "x", limit="ten"),
-                 lambda: remote.mem_update("alice", "00000000-0000-4000-8000-000000000000", colour="red")):
-        with pytest.raises(ValidationError) as raised:
-            call()
-        error = raised.value
-        assert error.errors == {error.field: [error.message]}
-
-
-def test_a_query_too_long_for_a_url_is_refused_naming_it_and_never_sent(remote):
-    """Servers refuse a long URL with a page that names no field; the client refuses it first,
-    naming the query. A query the API's own limit refuses is sent, and the API names it too."""
-    from gunicorn.config import LimitRequestLine
-
-    from ilab_memory.client import transport
-
-    # The limit fits the smallest common server limit: gunicorn's request line, with method and protocol.
-    assert len("GET ") + transport.MAX_URL_BYTES + len(" HTTP/1.1") <= LimitRequestLine.default
-    with pytest.raises(ValidationError) as raised:
-        remote.mem_search("alice", "ask " * (transport.MAX_URL_BYTES // 4))
-    error = raised.value
-    assert (error.field, error.code, error.limit) == ("query", "max_length", transport.MAX_URL_BYTES)
-    assert error.size > transport.MAX_URL_BYTES
-    with pytest.raises(ValidationError) as raised:
-        remote.mem_search("alice", "ask " * 200)
-    assert (raised.value.field, raised.value.code, raised.value.limit) == ("query", "max_length", 500)
-    # 400 characters of a 3-byte script fit (3,600 bytes encoded): the API answers, not the client.
-    assert remote.mem_search("alice", "中" * 400) == []
-
-
-def test_missing_rows_are_the_facades_lookup_errors(remote):
-    with pytest.raises(NoActiveSession) as raised:
-        remote.mem_session_end("alice")
-    assert isinstance(raised.value, LookupError)
-    with pytest.raises(SessionNotFound):
-        remote.mem_get_session("alice", "00000000-0000-4000-8000-000000000000")
-    with pytest.raises(ObservationNotFound):
-        remote.mem_get_observation("alice", "not-a-uuid/../../stats")  # never reaches another path
-
-
-def test_a_bad_token_is_not_authenticated(client_for, api_url, live_db):
-    client = MemoryClient(api_url, "0" * 40)
-    with pytest.raises(NotAuthenticated) as raised:
-        client.mem_stats("alice")
-    assert isinstance(raised.value, PermissionError) and raised.value.status == 401
-
-
-def test_a_path_that_is_not_the_api_is_an_api_error(site, accounts, live_db):
-    client = MemoryClient(site + "/api/elsewhere/", accounts["agent"].token)
-    with pytest.raises(ApiError) as raised:
-        client.mem_stats("alice")
-    assert raised.value.status == 404
-    client = MemoryClient(site + "/admin/login/", accounts["agent"].token)  # a page, not the API's JSON
-    with pytest.raises(ApiError) as raised:
-        client.mem_stats("alice")
-    assert (raised.value.status, raised.value.code) == (200, "not_json")
-
-
-def test_a_base_url_at_the_sites_root_says_it_must_be_the_apis_mount_and_names_the_url(site, accounts, live_db):
-    client = MemoryClient(site, accounts["agent"].token)  # the site, not where it mounts the API
-    with pytest.raises(ApiError) as raised:
-        client.mem_stats("alice")
-    message = str(raised.value)
-    assert raised.value.status == 404
-    assert f"No memory API at {site}/stats/?user_id=alice." in message
-    assert "base_url must be the API's mount" in message and "/api/memory/" in message
-    assert f"it is {site}/." in message
 
 
 # -- accounts: whose memory -------------------------------------------------------------------
@@ -349,98 +239,6 @@ def test_private_text_sent_through_the_client_is_never_stored(remote, facade):
     assert "hunter2" not in str(remote.mem_export("alice"))
     found = remote.mem_search("alice", "hunter2")  # at most a weak neighbour by meaning, never by the word
     assert all(r.score.breakdown["relevance"] is None for r in found) and "hunter2" not in str(found)
-
-
-# -- retries and timeouts, over real sockets --------------------------------------------------
-
-
-@contextlib.contextmanager
-def listener(handle):
-    """A TCP server on a free port calling ``handle(connection, n)`` for its n-th connection."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted = []
-
-    def serve():
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            accepted.append(connection)
-            threading.Thread(target=handle, args=(connection, len(accepted)), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/api/memory/", accepted
-    finally:
-        server.close()
-        for connection in accepted:
-            connection.close()
-
-
-def hang_up(connection, n):
-    connection.recv(65536)
-    connection.close()
-
-
-def test_a_read_is_sent_again_after_a_dropped_connection_a_write_never(accounts, live_db):
-    with listener(hang_up) as (url, accepted):
-        client = MemoryClient(url, accounts["agent"].token, retries=2, backoff=0)
-        with pytest.raises(ServiceUnavailable) as raised:
-            client.mem_stats("alice")
-        assert isinstance(raised.value, ConnectionError)
-        assert len(accepted) == 3
-        with pytest.raises(ServiceUnavailable):
-            client.mem_save("alice", "t", "c")
-        assert len(accepted) == 4
-        for call in (lambda: client.mem_update("alice", "00000000-0000-4000-8000-000000000000", title="t"),
-                     lambda: client.mem_delete("alice", "00000000-0000-4000-8000-000000000000")):
-            with pytest.raises(ServiceUnavailable):
-                call()
-        assert len(accepted) == 6
-
-
-def test_a_read_that_fails_once_succeeds_on_its_retry(site, accounts, live_db, facade):
-    facade.mem_save("alice", "Tea", "Green tea.")
-    upstream = site.removeprefix("http://").split(":")
-
-    def first_hangs_up_then_forward(connection, n):
-        if n == 1:
-            return hang_up(connection, n)
-        with socket.create_connection((upstream[0], int(upstream[1]))) as onward:
-            request = connection.recv(65536)
-            onward.sendall(request)
-            while chunk := onward.recv(65536):
-                connection.sendall(chunk)
-        connection.close()
-
-    with listener(first_hangs_up_then_forward) as (url, accepted):
-        client = MemoryClient(url, accounts["agent"].token, retries=1, backoff=0)
-        assert [hit.title for hit in client.mem_search("alice", "tea")] == ["Tea"]
-        assert len(accepted) == 2
-
-
-def test_a_server_that_does_not_answer_times_out(accounts, live_db):
-    release = threading.Event()
-
-    def never_answer(connection, n):
-        release.wait(30)
-
-    with listener(never_answer) as (url, accepted):
-        client = MemoryClient(url, accounts["agent"].token, timeout=0.2, retries=1, backoff=0)
-        try:
-            with pytest.raises(ServiceUnavailable):
-                client.mem_context("alice")
-            assert len(accepted) == 2
-        finally:
-            release.set()
-
-
-def test_nothing_listening_is_service_unavailable(accounts):
-    client = MemoryClient(f"http://127.0.0.1:{free_port()}/api/memory/", "t", retries=0)
-    with pytest.raises(ServiceUnavailable):
-        client.mem_stats("alice")
 
 
 # -- a plain Python service -------------------------------------------------------------------

@@ -90,7 +90,7 @@ def test_the_pages_python_stdio_example_runs_from_a_folder_of_its_own(tmp_path):
 
 
 def test_without_the_mcp_extra_the_server_names_the_extra(tmp_path):
-    from tests.test_commands import run_without
+    from tests.test_extras import run_without
 
     done = run_without(["mcp", "anyio"], "import sys\nfrom ilab_memory.mcp.__main__ import main\n"
                        f"sys.argv = ['ilab-memory-mcp']\nsys.exit(main(['--db', {str(tmp_path / 'mem.db')!r}, "

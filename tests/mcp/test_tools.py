@@ -3,7 +3,7 @@
 A change to a tool's name, description, annotations, input or output schema fails
 ``test_tool_listing_matches_the_snapshot`` until the snapshot is regenerated on purpose:
 
-    ILAB_MEMORY_UPDATE_MCP_SNAPSHOT=1 .venv/bin/python -m pytest tests/mcp/test_schemas.py
+    ILAB_MEMORY_UPDATE_MCP_SNAPSHOT=1 .venv/bin/python -m pytest tests/mcp/test_tools.py
 
 and the diff of ``tests/mcp/tools.snapshot.json`` is reviewed like code (agents read it).
 """

