@@ -62,7 +62,7 @@ def test_a_deadlock_postgresql_settles_is_run_again(transactional_db):
         return atomic_with_retry(work, using="default")
 
     assert run_together(writer, 2) == [0, 1]
-    assert len(attempts) == 3  # one of them ran twice
+    assert len(attempts) >= 3  # one of them ran again (on a busy machine, a rerun may deadlock too)
 
 
 def test_inside_an_outer_transaction_nothing_is_retried(transactional_db):
