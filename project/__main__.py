@@ -82,8 +82,24 @@ def demo(argv: list[str]) -> int:
     return 0  # not reached
 
 
+# Options after which pytest runs no tests, or chooses its own workers.
+NOT_PARALLEL = {"-n", "--numprocesses", "-p", "--version", "-V", "-h", "--help", "--co", "--collect-only",
+                "--fixtures", "--markers", "--pdb", "--lf", "--last-failed"}
+
+
+def parallel_options(argv: list[str]) -> list[str]:
+    """pytest-xdist's options for the whole suite: a worker per core, each test module whole on
+    one worker (``loadfile``: its module-scoped servers and accounts start once, and its tests
+    keep their order). None when ``argv`` names tests (a module while you work starts sooner
+    without workers) or chooses its own (``-n 0``: serial)."""
+    names_tests = any((ROOT / arg.split("::")[0]).exists() for arg in argv if not arg.startswith("-"))
+    chooses = any(arg.split("=")[0] in NOT_PARALLEL or arg.startswith("-n") for arg in argv)
+    return [] if names_tests or chooses else ["-n", "auto", "--dist", "loadfile"]
+
+
 def test(argv: list[str]) -> int:
-    return subprocess.run([str(PYTHON), "-m", "pytest", *argv], cwd=ROOT, check=False).returncode
+    command = [str(PYTHON), "-m", "pytest", *parallel_options(argv), *argv]
+    return subprocess.run(command, cwd=ROOT, check=False).returncode
 
 
 def main(argv: list[str]) -> int:

@@ -104,3 +104,21 @@ def test_the_demo_refuses_a_port_that_is_not_a_number():
     result = subprocess.run([sys.executable, "-m", "project", "demo", "--port", "eighty"], cwd=root,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "--port takes a port number" in result.stderr
+
+
+@pytest.mark.engine_independent
+@pytest.mark.parametrize(("argv", "parallel"), [
+    ([], True),
+    (["-q", "--durations=40"], True),
+    (["-k", "min_score"], True),
+    (["tests/test_sessions.py"], False),
+    (["tests/test_search.py::test_type_filter", "-q"], False),
+    (["-n", "0"], False),
+    (["-n4"], False),
+    (["--version"], False),
+    (["-p", "no:xdist"], False),
+])
+def test_the_test_command_runs_the_whole_suite_on_workers_and_named_tests_serially(argv, parallel):
+    from project.__main__ import parallel_options
+
+    assert parallel_options(argv) == (["-n", "auto", "--dist", "loadfile"] if parallel else [])

@@ -13,7 +13,7 @@ from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis import checks
 
@@ -80,12 +80,21 @@ def agent_token(db, keep_test_connection):
     return Token.objects.create(user=user).key
 
 
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES_PER_OPERATION,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
-def test_every_operation_answers_within_its_schema(case, agent_token):
-    case.call_and_validate(headers={"Authorization": f"Token {agent_token}"}, checks=CHECKS)
+# One test per operation, named by it: schemathesis' own parametrize gives every operation the
+# same node id, and pytest-xdist, which schedules by node id, ran only some of them.
+OPERATIONS = {result.ok().label: result.ok() for result in schema.get_all_operations()}
+
+
+@pytest.mark.parametrize("label", sorted(OPERATIONS))
+def test_every_operation_answers_within_its_schema(label, agent_token):
+    @given(case=OPERATIONS[label].as_strategy())
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    def answers_within_its_schema(case):
+        case.call_and_validate(headers={"Authorization": f"Token {agent_token}"}, checks=CHECKS)
+
+    answers_within_its_schema()

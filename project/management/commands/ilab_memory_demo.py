@@ -31,7 +31,7 @@ def _shift_back(session_id, delta: timedelta) -> None:
             setattr(session, name, getattr(session, name) - delta)
     session.save()
     for observation in Observation.objects.filter(session_id=session_id):
-        for name in ("created_at", "updated_at", "last_seen_at"):
+        for name in ("created_at", "updated_at", "happened_at", "last_seen_at"):
             setattr(observation, name, getattr(observation, name) - delta)
         observation.save()
 
