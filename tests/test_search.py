@@ -307,7 +307,8 @@ def test_postgresql_full_text_index_leads_with_the_user_and_keeps_a_small_pendin
     if connection.vendor != "postgresql":
         pytest.skip("a GIN index of PostgreSQL")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT c.reloptions, pg_get_indexdef(c.oid) FROM pg_class c WHERE relname LIKE 'ilab_mem_obs%%search'")
+        cursor.execute("SELECT c.reloptions, pg_get_indexdef(c.oid) FROM pg_class c "
+                       "WHERE relname LIKE 'ilab_mem_obs%%search'")
         [(options, definition)] = cursor.fetchall()
     assert f"gin_pending_list_limit={PG_PENDING_LIST_KB}" in options
     assert "USING gin (user_id, search_vector)" in definition

@@ -49,7 +49,8 @@ def test_right_after_saves_a_better_word_match_ranks_above_a_worse_one_that_has_
     from ilab_memory.embeddings import configured_embedder
 
     stored = ObservationVector.objects.get(observation_id=museum.id, model_id=E5).vector
-    own = float(np.frombuffer(bytes(stored), dtype="<f4") @ configured_embedder("default").embed_query("zeppelin envelope"))
+    query = configured_embedder("default").embed_query("zeppelin envelope")
+    own = float(np.frombuffer(bytes(stored), dtype="<f4") @ query)
     assert second["cosine"] == pytest.approx(own, abs=1e-5)
 
 
@@ -118,7 +119,8 @@ NOTE_TITLES = ["Uptime of the gRPC gateway", "HTML and CSS for the landing page"
 
 
 @pytest.mark.parametrize("query", ["what is the capital city of Mongolia", "who won the chess olympiad",
-                                   "¿cuántos habitantes tiene Lima?", "best way to remove red wine stains from a carpet"])
+                                   "¿cuántos habitantes tiene Lima?",
+                                   "best way to remove red wine stains from a carpet"])
 def test_a_question_on_a_subject_the_user_never_mentioned_returns_only_a_few_results_all_weak(mem, alice, query):
     results = mem.mem_search("alice", query)
     assert len(results) <= fusion.WEAK_CAP
