@@ -121,7 +121,8 @@ def memories(question: dict, level: str):
             continue
         if level == "turn":
             for i, turn in enumerate(user_turns):
-                yield date, title_of(turn["content"]), turn["content"], f"{session['id']}#{i}", bool(turn.get("has_answer"))
+                key = f"{session['id']}#{i}"
+                yield date, title_of(turn["content"]), turn["content"], key, bool(turn.get("has_answer"))
             continue
         shown = user_turns if level == "session" else [t for t in turns if t["content"].strip()]
         content = "\n".join(f"{t['role']}: {t['content']}" for t in shown)
@@ -191,8 +192,8 @@ def search_all(level: str, questions: list[dict], *, mems: dict, docs: dict, rel
             if name in ranked:
                 ranked[name][q["question_id"]] = keys_of(ids, key_of)
         if details and per_question["ours"][q["question_id"]]["recall_all@5"] < 1:
-            print(f"  miss {q['question_id']} [{q['question_type']}] {q['question']!r}: want {sorted(relevant[user_id])} "
-                  f"got {keys_of(rankings['ours'], key_of)[:5]}")
+            print(f"  miss {q['question_id']} [{q['question_type']}] {q['question']!r}: "
+                  f"want {sorted(relevant[user_id])} got {keys_of(rankings['ours'], key_of)[:5]}")
     return per_question, top_values, ranked
 
 
@@ -394,7 +395,8 @@ def compare(first: str, second: str, system: str = "ours") -> int:
                 continue
             metrics_ = [m for m in next(iter(pa[system].values())) if m != "type"]
             for metric in metrics_:
-                result = paired({q: r[metric] for q, r in pa[system].items()}, {q: r[metric] for q, r in pb[system].items()})
+                result = paired({q: r[metric] for q, r in pa[system].items()},
+                                {q: r[metric] for q, r in pb[system].items()})
                 print(f"{ra['level']} {phase} {metric} {result['first']:.3f} vs {result['second']:.3f} "
                       f"(n {result['n']}): {describe(result)}")
         na = ra.get("nonsense", {}).get("records", {}).get(system)
@@ -403,8 +405,8 @@ def compare(first: str, second: str, system: str = "ours") -> int:
             for group, (ea, eb) in empty_by_group(na, nb, with_kinds=False).items():
                 result = paired(ea, eb)
                 if result["n"]:
-                    print(f"{ra['level']} nonsense ({group}) returned [] {result['first']:.0%} vs {result['second']:.0%} "
-                          f"(n {result['n']}): {describe(result)}")
+                    print(f"{ra['level']} nonsense ({group}) returned [] "
+                          f"{result['first']:.0%} vs {result['second']:.0%} (n {result['n']}): {describe(result)}")
     return 0
 
 
@@ -490,13 +492,15 @@ def main(argv=None) -> int:
         mem = ILabMemory(**overrides)
         words = ILabMemory(embedder=None, embedding_runner=None)
         config = get_config({key.upper(): value for key, value in overrides.items()})
-        print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}   phases: {', '.join(phases)}"
+        print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}"
+              f"   phases: {', '.join(phases)}"
               f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms"
               f"   period boost: {fusion.PERIOD_BOOST}")
         for level in levels:
             subset = questions[: args.whole_questions] if level == "whole" else questions
             reports.append(run_level(level, subset, mem=mem, words=words, embedder=embedder, config=config,
-                                     phases=phases, details=args.details, letters=args.nonsense, unrelated=args.unrelated))
+                                     phases=phases, details=args.details, letters=args.nonsense,
+                                     unrelated=args.unrelated))
     finally:
         embedder.save()
         connection.creation.destroy_test_db(old_name, verbosity=0)

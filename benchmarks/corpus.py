@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "pe", "so", "vi", "da", "ge", "hu", "ri", "mo", "ba", "fe", "li", "no", "sa", "tu", "ve", "zo", "ki", "pa"]
+_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "pe", "so", "vi", "da", "ge", "hu", "ri", "mo", "ba", "fe", "li",
+              "no", "sa", "tu", "ve", "zo", "ki", "pa"]
 
 
 class Corpus:

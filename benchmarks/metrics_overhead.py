@@ -20,7 +20,8 @@ from benchmarks.perf_timing import sample
 
 WORDS = [
     "tea", "coffee", "deploy", "gunicorn", "postgres", "cats", "dogs", "python", "django", "memory", "agent", "search",
-    "vector", "summary", "session", "garden", "music", "travel", "budget", "invoice", "meeting", "alice", "bob", "carol",
+    "vector", "summary", "session", "garden", "music", "travel", "budget", "invoice", "meeting",
+    "alice", "bob", "carol",
 ]
 
 

@@ -142,7 +142,8 @@ def summarize(records: list[dict]) -> dict:
             "top_value_p95": tops[min(int(len(tops) * 0.95), len(tops) - 1)] if tops else 0.0,
         }
 
-    order = [*LETTER_KINDS, "unrelated English", "unrelated Spanish", "unrelated", "all letters", "all unrelated", "all"]
+    order = [*LETTER_KINDS, "unrelated English", "unrelated Spanish", "unrelated", "all letters", "all unrelated",
+             "all"]
     kinds = sorted(groups, key=lambda k: (k.startswith("all"), order.index(k) if k in order else 5.5, k))
     return {kind: one(groups[kind]) for kind in kinds}
 

@@ -191,7 +191,8 @@ def main(argv=None) -> int:
         "memories": args.memories, "erased": erased, "seconds": elapsed, "rows_per_second": erased / elapsed,
         "batch_size": expiry.BATCH_SIZE, "batches": len(timed.batches),
         "longest_batch_ms": max(timed.batches) * 1000, "batch": sample(timed.batches),
-        "checkpoint_ms": checkpoints[0] * 1000 if checkpoints else None, "merge_steps": len(timed.merges), "longest_merge_step_ms": max(timed.merges, default=0) * 1000,
+        "checkpoint_ms": checkpoints[0] * 1000 if checkpoints else None, "merge_steps": len(timed.merges),
+        "longest_merge_step_ms": max(timed.merges, default=0) * 1000,
         "search_before": sample(before.times), "search_during": sample(reader.times),
         "save_during": sample([t - SAVE_EVERY for t in writer.times]),
     }

@@ -33,7 +33,8 @@ def setup(alone: str, crowd: str) -> None:
         return database_settings(where, None) if "://" in where else database_settings(None, where)
 
     settings.configure(
-        INSTALLED_APPS=["ilab_memory"], USE_TZ=True, TIME_ZONE="UTC", DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        INSTALLED_APPS=["ilab_memory"], USE_TZ=True, TIME_ZONE="UTC",
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         DATABASES={"default": settings_for(alone), "crowd": settings_for(crowd)},
         ILAB_MEMORY={"EMBEDDING_RUNNER": None},
     )

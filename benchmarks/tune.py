@@ -23,11 +23,11 @@ benchmarks/embedders.py), then each **variant** runs every query (``--phase afte
 variant on fresh saves, nothing embedded but what each search's budget embeds): the library as it is
 (``as-is``), ``everything`` (the same ranking with nothing left out: no weak cap, no tail), each
 rule off (``--rules``) and each value of ``--vary MODULE.CONSTANT=v1,v2`` (modules of
-``ilab_memory.services.search``), and the library by words alone (``words only``). Per variant: nDCG@10 per kind of meaning query and on the
-words set, LongMemEval recall_all@5, the unrelated questions (at most 3 results, meaning-only
-ones marked weak, none at all) and letter strings (none at all); and, against ``as-is``, the
-mean difference of each with its 95 % paired bootstrap interval (benchmarks/stats.py). BM25 and
-dense-only (our vectors alone) rank the same queries once.
+``ilab_memory.services.search``), and the library by words alone (``words only``). Per variant:
+nDCG@10 per kind of meaning query and on the words set, LongMemEval recall_all@5, the unrelated
+questions (at most 3 results, meaning-only ones marked weak, none at all) and letter strings (none
+at all); and, against ``as-is``, the mean difference of each with its 95 % paired bootstrap interval
+(benchmarks/stats.py). BM25 and dense-only (our vectors alone) rank the same queries once.
 
 A rule stays only if it pays beyond its interval on the tuning half; a win of one or two
 questions is noise. The checking half is read once, when the choices are made (docs/search.md
@@ -302,7 +302,8 @@ def summary(result: dict) -> dict:
         quiet[kind] = {"asked": len(rows), "empty": sum(not o["results"] for o in rows) / len(rows),
                        "at_most_3": sum(o["results"] <= 3 for o in rows) / len(rows),
                        "mean_results": sum(o["results"] for o in rows) / len(rows),
-                       "meaning_only_weak": sum(o["meaning_only_weak"] for o in rows) / meaning_only if meaning_only else 1.0}
+                       "meaning_only_weak": (sum(o["meaning_only_weak"] for o in rows) / meaning_only
+                                             if meaning_only else 1.0)}
     return {"means": means, "quiet": quiet}
 
 
@@ -412,7 +413,8 @@ def main(argv=None) -> int:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     print_report(results, rankers)
     if args.json:
-        Path(args.json).write_text(json.dumps({"half": args.half, "engine": connection.vendor, "model": embedder.model_id,
+        Path(args.json).write_text(json.dumps({"half": args.half, "engine": connection.vendor,
+                                               "model": embedder.model_id,
                                                "results": results, "rankers": rankers}, indent=1))
     return 0
 

@@ -53,7 +53,9 @@ def _double(value: float) -> str:
 
 RECENCY = f"power({_double(RECENCY_DECAY_PER_HOUR)}, hours)"
 REINFORCEMENT = f"({_double(1)} + {_double(REINFORCEMENT_CAP)} * extra / (extra + {_double(REINFORCEMENT_HALF)}))"
-SCORE_COLUMNS = f"{RECENCY} AS recency, {REINFORCEMENT} AS reinforcement, {RECENCY} * type_weight * {REINFORCEMENT} AS score"
+SCORE_COLUMNS = (
+    f"{RECENCY} AS recency, {REINFORCEMENT} AS reinforcement, {RECENCY} * type_weight * {REINFORCEMENT} AS score"
+)
 
 
 def context_score(row) -> ContextScore:

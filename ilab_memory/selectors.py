@@ -108,7 +108,8 @@ def observation_get(*, user_id: str, observation_id, scope="", config: Config | 
     """The user's live observation in what ``scope`` reaches; anything else raises ObservationNotFound."""
     config = config or get_config()
     return _one_in_reach(lambda user: Observation.objects.using(using).live_for_user(user, config), user_id=user_id,
-                         pk=observation_id, scope=scope, config=config, missing=ObservationNotFound("No such observation."))
+                         pk=observation_id, scope=scope, config=config,
+                         missing=ObservationNotFound("No such observation."))
 
 
 def _one_in_reach(rows_of, *, user_id: str, pk, scope, config: Config, missing: LookupError):

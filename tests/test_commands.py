@@ -134,7 +134,8 @@ def test_export_into_a_pipe_that_closes_ends_quietly(site_env):  # noqa: F811
             "for i in range(300): m.mem_save('alice', f'Note {i}', 'x' * 2000)")
     subprocess.run([*manage, "shell", "--no-imports", "-c", fill], cwd=ROOT, env=site_env, check=True)
     # 600 KB of export into a pipe buffer of 64 KB: the writer is still writing when head exits.
-    script = f"{sys.executable} manage.py ilab_memory_export alice | head -c 100; echo \"status=${{PIPESTATUS[0]}}\" >&2"
+    script = (f"{sys.executable} manage.py ilab_memory_export alice | head -c 100; "
+              "echo \"status=${PIPESTATUS[0]}\" >&2")
     result = subprocess.run(["bash", "-c", script], cwd=ROOT, env=site_env, capture_output=True, check=False)
     assert len(result.stdout) == 100 and result.stdout.startswith(b'{"format": "ilab_memory.export"')
     assert result.stderr.decode() == "status=1\n"  # no traceback, no "Exception ignored"
@@ -173,7 +174,8 @@ def _observations(n: int, user_id: str):
     from tests.factories import ObservationFactory
 
     session = SessionFactory(user_id=user_id)
-    Observation.objects.bulk_create(ObservationFactory.build_batch(n, session=session, user_id=user_id), batch_size=1000)
+    Observation.objects.bulk_create(ObservationFactory.build_batch(n, session=session, user_id=user_id),
+                                    batch_size=1000)
 
 
 def _export_peak_bytes(user_id: str) -> int:

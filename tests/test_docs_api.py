@@ -179,7 +179,8 @@ def docs_site(tmp_path_factory):
     """(API base URL, environment of the docs' shell: API, TOKEN and the bound agents' tokens)."""
     folder = tmp_path_factory.mktemp("docs-site")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTHONPATH")}
-    env.update(DJANGO_SETTINGS_MODULE="tests.docs_site", DJANGO_DEBUG="0", ILAB_MEMORY_DEMO_DB=str(folder / "demo.sqlite3"))
+    env.update(DJANGO_SETTINGS_MODULE="tests.docs_site", DJANGO_DEBUG="0",
+               ILAB_MEMORY_DEMO_DB=str(folder / "demo.sqlite3"))
 
     def manage(*args):
         return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
@@ -223,7 +224,8 @@ def run(command: str, shell_env: dict, folder: Path) -> tuple[int, str]:
                           timeout=60)
     assert done.returncode == 0, (command, done.stderr)
     # A command with a -w of its own prints the status itself (the docs say which, in a comment).
-    statuses = re.findall(r"^(\d{3})$", done.stderr, re.MULTILINE) or re.findall(r"^(\d{3})$", done.stdout, re.MULTILINE)
+    statuses = (re.findall(r"^(\d{3})$", done.stderr, re.MULTILINE)
+                or re.findall(r"^(\d{3})$", done.stdout, re.MULTILINE))
     return int(statuses[-1]), done.stdout
 
 
@@ -245,7 +247,8 @@ def test_every_curl_command_of_the_docs_answers_what_the_docs_show(docs_site):
             where = f"{page.name} {heading[:60]!r}: {command[:100]}"
             error = isinstance(documented, dict) and "code" in documented and "detail" in documented
             if error != (status >= 400) or status >= 500:
-                failures.append(f"{where}: HTTP {status}{' (the docs show an error)' if error else ''}: {printed[:300]}")
+                shown = " (the docs show an error)" if error else ""
+                failures.append(f"{where}: HTTP {status}{shown}: {printed[:300]}")
                 continue
             said = re.search(r"# (\d{3})\b", command)
             if said and int(said.group(1)) != status:

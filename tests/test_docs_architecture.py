@@ -88,7 +88,8 @@ def data_model() -> str:
         for index in model._meta.indexes:
             condition = condition_text(index.condition) if index.condition else ""
             rows.append((f"`{index.name}`", "index", column_list(model, index.fields), condition))
-        lines += [f"| `{model.__name__}` | {name} | {kind} | {on} | {condition} |" for name, kind, on, condition in rows]
+        lines += [f"| `{model.__name__}` | {name} | {kind} | {on} | {condition} |"
+                  for name, kind, on, condition in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -45,7 +45,8 @@ def test_a_duplicate_keeps_its_vector(mem, clock):
     before = vector_of(first.id)
     assert mem.mem_save("alice", "Prefers tea", "Green tea.").action == "duplicate"
     after = vector_of(first.id)
-    assert (after.generation, after.model_id, bytes(after.vector)) == (before.generation, before.model_id, bytes(before.vector))
+    assert (after.generation, after.model_id, bytes(after.vector)) == (before.generation, before.model_id,
+                                                                       bytes(before.vector))
 
 
 @pytest.mark.parametrize("write", ["revise", "update"])
@@ -108,7 +109,8 @@ def test_private_text_never_reaches_the_embedder(mem, clock):
 
 def test_a_slow_worker_never_stores_the_vector_of_an_older_text(mem, clock):
     saved = mem.mem_save("alice", "Deploy", "Blue-green.", topic_key="deploy").observation
-    claimed = embedding._claim(RecordingEmbedder.model_id, user_id="alice", size=10, newest_first=False, lease_seconds=300, using="default")
+    claimed = embedding._claim(RecordingEmbedder.model_id, user_id="alice", size=10, newest_first=False,
+                               lease_seconds=300, using="default")
     mem.mem_save("alice", "Deploy", "Canary.", topic_key="deploy")  # meanwhile the text changes
     vectors = RecordingEmbedder().embed_passages(["Deploy\nBlue-green."])
     assert embedding._store(claimed, vectors, [None] * len(claimed), embedder=RecordingEmbedder(), using="default") == 0
@@ -117,13 +119,16 @@ def test_a_slow_worker_never_stores_the_vector_of_an_older_text(mem, clock):
 
 def test_a_claimed_batch_is_skipped_by_other_workers_until_its_lease_lapses(mem, clock, settings):
     mem.mem_save("alice", "One", "First.")
-    assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300, using="default")
-    assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300, using="default") == []
+    assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300,
+                            using="default")
+    assert embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300,
+                            using="default") == []
     assert embedding.waiting_exists(config=embedding.get_config(), using="default", held=True)
     from datetime import timedelta
 
     clock.shift(timedelta(seconds=settings.ILAB_MEMORY.get("EMBED_LEASE_SECONDS", 300) + 1))
-    assert len(embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False, lease_seconds=300, using="default")) == 1
+    assert len(embedding._claim(RecordingEmbedder.model_id, user_id=None, size=10, newest_first=False,
+                                lease_seconds=300, using="default")) == 1
 
 
 def test_an_embedder_failure_leaves_search_to_the_words_and_loses_nothing(mem, clock, caplog):

@@ -14,7 +14,8 @@ from ilab_memory.exceptions import (
 def test_a_validation_error_is_a_value_error_naming_its_field():
     error = ValidationError("title", "must not be blank.", code="blank")
     assert isinstance(error, ValueError) and isinstance(error, IlabMemoryError)
-    assert (str(error), error.code, error.errors) == ("title: must not be blank.", "blank", {"title": ["must not be blank."]})
+    assert (str(error), error.code, error.errors) == ("title: must not be blank.", "blank",
+                                                      {"title": ["must not be blank."]})
 
 
 def test_too_long_says_the_size_and_the_limit_in_their_unit():

@@ -74,7 +74,8 @@ def test_seed_start_reuses_the_session_in_a_second_process(tmp_path):
 
 
 def test_embedded_database_uses_wal_and_the_unique_active_session_index(tmp_path):
-    result = run_script('from ilab_memory import ILabMemory\nILabMemory.from_path("m.db").mem_save("a", "T", "C")', tmp_path)
+    result = run_script('from ilab_memory import ILabMemory\nILabMemory.from_path("m.db").mem_save("a", "T", "C")',
+                        tmp_path)
     assert result.returncode == 0, result.stderr
     with sqlite3.connect(tmp_path / "m.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -1,11 +1,11 @@
 """docs/install.md, applied as written to a fresh ``django-admin startproject`` site.
 
-The package is installed from a copy of this tree's checkout into a new virtualenv, as the
-guide's first command says (dependencies from the package index); the settings, URLs and commands are the guide's own snippets, read from the page,
-so the page cannot drift from what works. The site runs with ``runserver`` on a free port and is
-called over real HTTP: the API with a token, the admin with a login, the docs page and each asset
-it loads. On PostgreSQL (``DATABASE_URL`` set) the guide's PostgreSQL snippets are used, on a
-database of its own.
+The package is installed from a copy of this tree's checkout into a new virtualenv, as the guide's
+first command says (dependencies from the package index); the settings, URLs and commands are the
+guide's own snippets, read from the page, so the page cannot drift from what works. The site runs
+with ``runserver`` on a free port and is called over real HTTP: the API with a token, the admin with
+a login, the docs page and each asset it loads. On PostgreSQL (``DATABASE_URL`` set) the guide's
+PostgreSQL snippets are used, on a database of its own.
 """
 
 import http.cookiejar
@@ -249,7 +249,8 @@ def test_the_extras_are_named_for_what_they_bring_and_all_holds_every_one():
         assert re.search(rf"^\| `{name}` \|", guide, flags=re.MULTILINE), name
     # The classifiers name the Django release the dependency allows, and nothing newer.
     assert project["dependencies"] == ["Django>=5.2,<5.3", "dateparser>=1.2,<2"]
-    assert [c for c in project["classifiers"] if c.startswith("Framework :: Django ::")] == ["Framework :: Django :: 5.2"]
+    django_classifiers = [c for c in project["classifiers"] if c.startswith("Framework :: Django ::")]
+    assert django_classifiers == ["Framework :: Django :: 5.2"]
 
 
 # What each extra brings that the library imports: installed, it imports.

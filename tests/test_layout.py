@@ -18,7 +18,7 @@ LIBRARY = ROOT / "ilab_memory"
 MIRROR = {"": "tests", "services": "tests", "services/search": "tests", "client": "tests/clients",
           "integrations": "tests/clients"}
 # The goal is 90 %; the share reached so far may not fall (raise it as modules gain their tests).
-GOAL, FLOOR = 0.90, 0.82
+GOAL, FLOOR = 0.90, 0.94
 
 
 def modules_with_logic() -> list[Path]:

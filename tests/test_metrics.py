@@ -38,7 +38,8 @@ def test_facade_saves_and_searches_are_timed_under_the_facade(mem):
 def test_api_saves_and_searches_are_timed_under_the_api(db, django_user_model):
     client = client_for(django_user_model.objects.create_user("alice"))
     saves, searches = timed_count("save", "api"), timed_count("search", "api")
-    assert client.post(API + "observations/", {"title": "Likes tea", "content": "Green."}, format="json").status_code == 201
+    assert client.post(API + "observations/", {"title": "Likes tea", "content": "Green."},
+                       format="json").status_code == 201
     assert client.get(API + "observations/search/", {"q": "tea"}).status_code == 200
     assert timed_count("save", "api") == saves + 1
     assert timed_count("search", "api") == searches + 1
@@ -63,7 +64,8 @@ def test_the_sweep_counts_what_it_closed_and_erased(mem, clock):
     mem.mem_save("alice", "Short-lived", "Gone tomorrow.", ttl=60)
     mem.mem_session_start("bob")
     clock.shift(timedelta(hours=25))
-    closed, erased = sample("ilab_memory_sweep_sessions_closed_total"), sample("ilab_memory_sweep_memories_erased_total")
+    closed = sample("ilab_memory_sweep_sessions_closed_total")
+    erased = sample("ilab_memory_sweep_memories_erased_total")
     assert len(mem.mem_close_expired()) == 2
     assert mem.mem_erase_expired() == 1
     assert sample("ilab_memory_sweep_sessions_closed_total") == closed + 2

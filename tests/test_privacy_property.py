@@ -1,11 +1,11 @@
 """The privacy rule's proof: text inside private blocks appears nowhere after any sequence of operations.
 
-Random texts carry private blocks in every spelling of the grammar, each holding a unique
-marker; random sequences of save / update / summary / end / start / delete / time travel past
-the timeout (auto-close) / sweep / over-limit writes / export-erase-import (with blocks smuggled
-into the document) run against the real database, with real commits. Afterwards no marker may appear in the database (the raw SQLite file with its -wal and
--shm files; every table, the search index's tsvector included, on PostgreSQL), in any object a
-call returned, in any error, or in search results.
+Random texts carry private blocks in every spelling of the grammar, each holding a unique marker;
+random sequences of save / update / summary / end / start / delete / time travel past the timeout
+(auto-close) / sweep / over-limit writes / export-erase-import (with blocks smuggled into the
+document) run against the real database, with real commits. Afterwards no marker may appear in the
+database (the raw SQLite file with its -wal and -shm files; every table, the search index's tsvector
+included, on PostgreSQL), in any object a call returned, in any error, or in search results.
 """
 
 import copy
@@ -56,7 +56,8 @@ text_template = st.lists(segment, min_size=1, max_size=5)
 # Few distinct topics, so topic upserts (and their revision history) happen often.
 topic_template = st.one_of(
     st.none(),
-    st.lists(st.sampled_from([("public", "deploy"), ("public", "db"), ("private", PRIVATE_STYLES[0])]), min_size=1, max_size=2),
+    st.lists(st.sampled_from([("public", "deploy"), ("public", "db"), ("private", PRIVATE_STYLES[0])]), min_size=1,
+             max_size=2),
 )
 metadata_template = st.one_of(
     st.none(),
@@ -171,7 +172,8 @@ class Run:
                 self.observations[user_id].append(result.observation.id)
                 self.sessions[user_id].add(result.observation.session_id)
         elif kind == "update":
-            fields = {name: render(value) for name, value in op[3].items()} or {"content": render([("private", "<private>{}")])}
+            fields = ({name: render(value) for name, value in op[3].items()}
+                      or {"content": render([("private", "<private>{}")])})
             self.call(mem.mem_update, user_id, self.pick(user_id, op[2]), **fields)
         elif kind == "summary":
             self.call(mem.mem_session_summary, user_id, render(op[2]))
@@ -192,7 +194,8 @@ class Run:
                 values = {"title": "t", "content": "c", **kwargs}
                 self.call(mem.mem_save, user_id, values.pop("title"), values.pop("content"), **values)
             error = self.outputs[-1]
-            assert isinstance(error, tuple) and isinstance(error[0], ValidationError), f"{field} over its limit was accepted"
+            assert isinstance(error, tuple) and isinstance(error[0], ValidationError), (
+                f"{field} over its limit was accepted")
         elif kind == "reimport" and hasattr(mem, "mem_import"):
             self.reimport(user_id, op[2])
         traveller.shift(timedelta(seconds=1))
@@ -292,7 +295,8 @@ def recording_embedder(settings):
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(operations=st.builds(lambda first, rest: [first, *rest], first_save, st.lists(operation, min_size=4, max_size=16)))
+@given(operations=st.builds(lambda first, rest: [first, *rest], first_save,
+                            st.lists(operation, min_size=4, max_size=16)))
 def test_private_text_is_stored_nowhere_after_any_sequence_of_operations(tmem, operations):
     example = next(_examples)
     _issued.clear()

@@ -171,7 +171,8 @@ def two_agents(words):
     """One user: a shared memory, one of the support bot, one of the coding assistant."""
     return {
         "shared": words.mem_save("alice", "Name", "Alice prefers to be called Ali.").observation,
-        "support": words.mem_save("alice", "Refund", "Ali's refund for order 881 was sent.", scope="support").observation,
+        "support": words.mem_save("alice", "Refund", "Ali's refund for order 881 was sent.",
+                                  scope="support").observation,
         "coding": words.mem_save("alice", "Branch", "Ali works on branch refund-fix.", scope="coding").observation,
     }
 

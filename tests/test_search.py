@@ -1,18 +1,15 @@
 """mem_search's full-text half (its SearchScore) on the suite's engine, SQLite or PostgreSQL.
 
-These tests pin the lexical engine, so they run with EMBEDDER None (all but the schema-change
-class at the end, which keeps the project's embedder); tests/test_search_hybrid.py covers search
-by meaning and the fusion.
+These tests pin the lexical engine, so they run with EMBEDDER None; tests/test_search_hybrid.py
+covers search by meaning and the fusion, tests/test_index.py the index through a migration.
 """
 
-from contextlib import contextmanager
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.core.management.sql import emit_post_migrate_signal
-from django.db import connection, models
+from django.db import connection
 from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -310,7 +307,8 @@ def test_postgresql_full_text_index_leads_with_the_user_and_keeps_a_small_pendin
     if connection.vendor != "postgresql":
         pytest.skip("a GIN index of PostgreSQL")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT c.reloptions, pg_get_indexdef(c.oid) FROM pg_class c WHERE relname LIKE 'ilab_mem_obs%%search'")
+        cursor.execute("SELECT c.reloptions, pg_get_indexdef(c.oid) FROM pg_class c "
+                       "WHERE relname LIKE 'ilab_mem_obs%%search'")
         [(options, definition)] = cursor.fetchall()
     assert f"gin_pending_list_limit={PG_PENDING_LIST_KB}" in options
     assert "USING gin (user_id, search_vector)" in definition
@@ -366,7 +364,7 @@ def test_query_count_does_not_grow_with_results_or_terms(mem, clock, django_asse
     assert len(small.captured_queries) == len(large.captured_queries)
 
 
-# -- the index survives schema changes -----------------------------------------------------
+# -- the index rebuilt by its command -----------------------------------------------------
 
 def test_rebuild_command_restores_a_wiped_index(mem, corpus):
     with connection.cursor() as cursor:
@@ -379,69 +377,6 @@ def test_rebuild_command_restores_a_wiped_index(mem, corpus):
     call_command("ilab_memory_rebuild_index", stdout=out)
     assert "rebuilt from 6 observation(s)" in out.getvalue()
     assert titles(mem.mem_search(corpus, "buffers")) == ["Use std::vector for buffers"]
-
-
-def migrated():
-    """What ``migrate`` sends once its migrations ran: ``post_migrate``, which the app's repair receives."""
-    emit_post_migrate_signal(verbosity=0, interactive=False, db=connection.alias)
-
-
-@contextmanager
-def altered_type_field():
-    """Alter ``Observation.type`` as a migration would (a table rebuild on SQLite), then undo it
-    as a migration would, ``post_migrate`` included."""
-    old = Observation._meta.get_field("type")
-    new = models.CharField(max_length=41, default="manual")
-    new.set_attributes_from_name("type")
-    new.model = Observation
-    with connection.schema_editor() as editor:
-        editor.alter_field(Observation, old, new)
-    try:
-        yield
-    finally:
-        with connection.schema_editor() as editor:
-            editor.alter_field(Observation, new, old)
-        migrated()
-
-
-class TestAMigrationThatAltersAField:
-    """The search index survives a migration that alters a field (SQLite rebuilds the table then).
-
-    These run with the project's embedder, not the module's EMBEDDER None: the fixture below
-    overrides ``words_only`` for this class.
-    """
-
-    @pytest.fixture(autouse=True)
-    def words_only(self):
-        """Nothing overridden: the settings' own embedder."""
-        yield
-
-    @pytest.mark.django_db(transaction=True)
-    def test_index_follows_writes_after_a_migration_altered_a_field(self, tmem):
-        tmem.mem_save("u", "Before the migration", "kept in the index")
-        with altered_type_field():
-            tmem.mem_save("u", "During the migration", "written while the table had no triggers")
-            if connection.vendor == "sqlite":  # the rebuilt table lost its triggers until post_migrate
-                assert {r.title for r in tmem.mem_search("u", "migration")} == {"Before the migration"}
-            migrated()
-            created = tmem.mem_save("u", "After the migration", "written with the triggers back").observation
-            assert {r.title for r in tmem.mem_search("u", "migration")} == {
-                "After the migration", "During the migration", "Before the migration"}
-            tmem.mem_delete("u", created.id, hard=True)
-            assert {r.title for r in tmem.mem_search("u", "migration")} == {
-                "During the migration", "Before the migration"}
-
-    @pytest.mark.django_db(transaction=True)
-    def test_migrate_signal_repairs_the_triggers(self, tmem):
-        from ilab_memory.services.search.index import repair_after_migrate
-        from ilab_memory.services.search.sqlite import sqlite_triggers_present
-
-        if connection.vendor != "sqlite":
-            pytest.skip("PostgreSQL alters columns in place; its trigger is never dropped")
-        with altered_type_field():
-            assert not sqlite_triggers_present(connection)
-            repair_after_migrate(using="default")
-            assert sqlite_triggers_present(connection)
 
 
 @pytest.mark.parametrize("query", ["celery retry", "retries", "vector buffers", "migraciones", "database rejected"])

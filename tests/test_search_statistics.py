@@ -6,10 +6,9 @@ share of the query's terms a row holds. Another user's memories never move eithe
 """
 
 import math
-import sqlite3
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
@@ -18,7 +17,6 @@ from ilab_memory.services.observations import dedupe_hash
 from ilab_memory.services.search import parse_query
 from ilab_memory.services.search.lexical import matching_rows
 from ilab_memory.services.search.query import any_terms, tokens
-from ilab_memory.services.search.sqlite import fts5_reads_as_is
 
 ALICE = [
     ("Python version", "We pin Python 3.11 in the Dockerfile."),
@@ -237,40 +235,3 @@ def test_sqlite_relevance_is_bm25_over_the_users_rows(mem, clock, query):
     bulk_history("bob", [(f"Deploy {k}", "python deploy deploy roll back") for k in range(50)])
     got = {title: relevance for title, relevance, _, _ in lexical("alice", query)}
     assert got == pytest.approx(reference_bm25(ALICE, query), rel=1e-9)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_sqlite_connection_has_its_terms_table_before_its_first_search(tmem):
-    """The vocabulary table lives in the connection's temp schema, made as the connection opens
-    (outside any transaction): the first search of a new connection finds it, and a search
-    rolled back with its transaction does not take it away."""
-    sqlite_only()
-    tmem.mem_save("alice", "Deploy checklist", "Migrations first.")
-    connection.close()
-    with pytest.raises(RuntimeError), transaction.atomic():
-        assert [r.title for r in tmem.mem_search("alice", "deploy")] == ["Deploy checklist"]
-        raise RuntimeError("roll back")
-    assert [r.title for r in tmem.mem_search("alice", "deploy")] == ["Deploy checklist"]
-
-
-def test_fts5_reads_as_is_agrees_with_sqlites_own_tokenizer():
-    """Every code point that can end up in a folded query token (``query.tokens``): where
-    ``fts5_reads_as_is`` says FTS5 reads the token as itself, FTS5's unicode61 tokenizer (the
-    index's) gives exactly that one term. (Where it says no, the statement asks FTS5's MATCH.)"""
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'unicode61 remove_diacritics 2')")
-    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-    candidates = []
-    for code in range(0x20, 0x30000):
-        if 0xD800 <= code <= 0xDFFF:
-            continue
-        folded = tokens("a" + chr(code) + "b")
-        if len(folded) == 1 and fts5_reads_as_is(folded[0]):
-            candidates.append((code, folded[0]))
-    db.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", candidates)
-    terms = {}
-    for doc, term in db.execute("SELECT doc, term FROM v ORDER BY doc, \"offset\""):
-        terms.setdefault(doc, []).append(term)
-    wrong = [(hex(code), token, terms.get(code)) for code, token in candidates if terms.get(code) != [token]]
-    assert not wrong
-    assert len(candidates) > 100_000  # letters and digits of every script FTS5 reads as they are

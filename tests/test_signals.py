@@ -18,7 +18,8 @@ def received():
             got.append((signal, sender, kwargs))
         return receiver
 
-    receivers = {name: record(name) for name in ("session_started", "session_closed", "observation_saved", "user_forgotten")}
+    receivers = {name: record(name) for name in ("session_started", "session_closed", "observation_saved",
+                                                 "user_forgotten")}
     for name, receiver in receivers.items():
         getattr(signals, name).connect(receiver)
     yield got

@@ -35,7 +35,8 @@ def test_count_duplicate_counts_the_newest_live_twin_and_returns_it(db):
         now=now, blocks=1, topic_key="a-topic", using="default",
     )
     assert isinstance(counted, Observation) and counted.id == new.pk and counted.duplicate_count == 2
-    assert counted.session_id == session.pk and counted.created_at == new.created_at and counted.metadata == new.metadata
+    assert counted.session_id == session.pk
+    assert counted.created_at == new.created_at and counted.metadata == new.metadata
     assert counted.topic_key == "a-topic" and counted.redacted_blocks == 1 and counted.last_seen_at == now
     assert Observation.objects.get(pk=old.pk).duplicate_count == 1
 

@@ -74,4 +74,5 @@ def test_a_compact_row_previews_its_content_head(mem, clock):
     row = Observation.objects.get(pk=saved.id)
     row.content_head = row.content[:11]
     compact = observation_compact(row, preview_chars=10, score=SearchScore(0.7))
-    assert (compact.preview, compact.score, compact.session_id) == ("x" * 10 + "…", SearchScore(0.7), str(row.session_id))
+    assert (compact.preview, compact.score, compact.session_id) == ("x" * 10 + "…", SearchScore(0.7),
+                                                                    str(row.session_id))

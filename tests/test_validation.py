@@ -190,7 +190,8 @@ def test_ttls(value, seconds):
 
 
 @pytest.mark.parametrize("value, code", [
-    (0, "min_value"), (0.5, "min_value"), (-5, "min_value"), (timedelta(0), "min_value"), (MAX_TTL_SECONDS + 1, "max_value"),
+    (0, "min_value"), (0.5, "min_value"), (-5, "min_value"), (timedelta(0), "min_value"),
+    (MAX_TTL_SECONDS + 1, "max_value"),
     (float("inf"), "invalid_type"), (float("nan"), "invalid_type"), ("60", "invalid_type"), (False, "invalid_type"),
 ])
 def test_bad_ttls_name_the_field(value, code):

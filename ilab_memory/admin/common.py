@@ -232,7 +232,8 @@ def when(moment):
     if moment is None:
         return "—"
     return format_html(
-        '<time class="ilab-when" datetime="{}" title="{}"><span>{}</span> <span class="ilab-when__time">{}</span></time>',
+        '<time class="ilab-when" datetime="{}" title="{}">'
+        '<span>{}</span> <span class="ilab-when__time">{}</span></time>',
         moment.isoformat(),
         moment.strftime("%Y-%m-%d %H:%M:%S UTC"),
         moment.strftime("%Y-%m-%d"),

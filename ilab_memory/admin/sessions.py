@@ -174,7 +174,9 @@ class SessionAdmin(ServiceOwnedAdmin):
         )
         if not updated:
             self.message_user(
-                request, gettext("The session was auto-closed meanwhile; its summary was not changed."), messages.WARNING
+                request,
+                gettext("The session was auto-closed meanwhile; its summary was not changed."),
+                messages.WARNING,
             )
 
     # -- cells ------------------------------------------------------------------------------

@@ -9,4 +9,6 @@ imports no Django.
 from .errors import AccessDenied, ApiError, NotAuthenticated, RateLimited, ServiceUnavailable
 from .memory import Identity, MemoryClient
 
-__all__ = ["AccessDenied", "ApiError", "Identity", "MemoryClient", "NotAuthenticated", "RateLimited", "ServiceUnavailable"]
+__all__ = [
+    "AccessDenied", "ApiError", "Identity", "MemoryClient", "NotAuthenticated", "RateLimited", "ServiceUnavailable",
+]

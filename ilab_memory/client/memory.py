@@ -136,7 +136,8 @@ class MemoryClient:
 
     def mem_list_observations(self, user_id: str | None = None, *,
                               type: str | None = None, topic_key: str | None = None,
-                              limit: int = 50, scope: ScopeArg = "", since: Moment = None, until: Moment = None) -> list[types.ObservationCompact]:
+                              limit: int = 50, scope: ScopeArg = "", since: Moment = None,
+                              until: Moment = None) -> list[types.ObservationCompact]:
         """Live observations in what ``scope`` reads, newest update first (ObservationCompact),
         optionally of one ``type`` or ``topic_key`` (normalized as on save), or that happened
         from ``since`` to before ``until``."""
@@ -177,7 +178,8 @@ class MemoryClient:
 
     def mem_search(self, user_id: str | None = None, query: str | None = None, *,
                    type: str | None = None, limit: int | None = None, min_score: float | None = None,
-                   scope: ScopeArg = "", since: Moment = None, until: Moment = None, time_zone: object = None, now: Moment = None) -> list[types.ObservationCompact]:
+                   scope: ScopeArg = "", since: Moment = None, until: Moment = None, time_zone: object = None,
+                   now: Moment = None) -> list[types.ObservationCompact]:
         """Search of the user's live observations in what ``scope`` reads, best first (SearchScore);
         ``limit`` defaults to the site's SEARCH_DEFAULT_LIMIT setting. ``since`` / ``until`` keep
         to what happened in that period; a date phrase in the query ("last week") favours what
@@ -202,8 +204,8 @@ class MemoryClient:
             raise error.spelled({"q": "query"}) from None  # the API's parameter is this method's query
         return decode_list(types.ObservationCompact, found)
 
-    def mem_context(self, user_id: str | None = None, *, limit: int | None = None, scope: ScopeArg = "", since: Moment = None,
-                    until: Moment = None) -> list[types.ObservationCompact]:
+    def mem_context(self, user_id: str | None = None, *, limit: int | None = None, scope: ScopeArg = "",
+                    since: Moment = None, until: Moment = None) -> list[types.ObservationCompact]:
         """The start-of-session ranking (ContextScore), read-only; ``limit`` defaults to the
         site's CONTEXT_MEMORIES setting, as at session start; ``since`` / ``until`` keep to what
         happened in that period."""

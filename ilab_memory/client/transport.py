@@ -91,7 +91,8 @@ def _with_query(url: str, query: list[tuple[str, str]]) -> str:
     if size > MAX_URL_BYTES:
         name = max(query, key=lambda item: len(urllib.parse.quote_plus(str(item[1]))))[0]
         raise ValidationError(FIELD_OF_PARAMETER.get(name, name),
-                              f"makes the request's URL {size} bytes long (encoded); the limit is {MAX_URL_BYTES} bytes.",
+                              f"makes the request's URL {size} bytes long (encoded); "
+                              f"the limit is {MAX_URL_BYTES} bytes.",
                               code="max_length", limit=MAX_URL_BYTES, size=size)
     return f"{url}?{encoded}"
 
@@ -112,7 +113,8 @@ def encode_body(body: dict[str, Any]) -> bytes:
     raise AssertionError("unreachable")
 
 
-def error_for(status: int, raw: bytes, headers: Message | Mapping[str, str] | None, *, url: str = "", base_url: str = "") -> Exception:
+def error_for(status: int, raw: bytes, headers: Message | Mapping[str, str] | None, *, url: str = "",
+              base_url: str = "") -> Exception:
     """The exception an error answer means: the facade's own for bad input and a missing row;
     a 404 that is not the API's JSON says where the API must be (``url`` is what was asked)."""
     try:

@@ -395,8 +395,8 @@ def _in_period(args: dict[str, Any]) -> str:
 
 def _search(memory, user_id, scope, args):
     results = encode(memory.mem_search(user_id, args["query"], type=args.get("type"), limit=args.get("limit"),
-                                       min_score=args.get("min_score"), scope=scope, since=args.get("since"), until=args.get("until"),
-                                       time_zone=args.get("time_zone")))
+                                       min_score=args.get("min_score"), scope=scope, since=args.get("since"),
+                                       until=args.get("until"), time_zone=args.get("time_zone")))
     data = {"results": results}
     if not results:
         return data, f"No memories matched{_in_period(args)}. Try other words, fewer terms, or mem_context."
@@ -588,8 +588,10 @@ def tool_specs(config: Config) -> list[ToolSpec]:
         ),
         ToolSpec(
             "mem_update", "Change a memory",
-            f"Change some fields of a memory (at least one of {', '.join(UPDATABLE_FIELDS)}). The previous version is kept in its history, revision_count grows, "
-            "and the memory moves to the active session. Only memories of the scope this server acts in can be changed; others answer "
+            f"Change some fields of a memory (at least one of {', '.join(UPDATABLE_FIELDS)}). "
+            "The previous version is kept in its history, revision_count grows, "
+            "and the memory moves to the active session. "
+            "Only memories of the scope this server acts in can be changed; others answer "
             "observation_not_found.",
             _object({
                 **user,

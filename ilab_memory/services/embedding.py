@@ -66,8 +66,8 @@ def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
     row = ObservationVector.objects.using(using).filter(observation_id=observation.id)
     if embedder_for(config) is None:
         row.delete()
-    elif row.update(model_id=None, dimensions=None, vector=None, pieces=None, generation=F("generation") + 1, queued_at=now,
-                        claimed_until=None, embedded_at=None):
+    elif row.update(model_id=None, dimensions=None, vector=None, pieces=None, generation=F("generation") + 1,
+                    queued_at=now, claimed_until=None, embedded_at=None):
         _after_commit(config=config, using=using)
     else:
         queue([observation], now=now, config=config, using=using)
@@ -75,7 +75,8 @@ def requeue(observation, *, now: datetime, config: Config, using: str) -> None:
 
 def drop(*, user_id: str, observation_ids, using: str) -> int:
     """Remove the vectors of observations that were soft-deleted (a restore queues them again)."""
-    return ObservationVector.objects.using(using).filter(user_id=user_id, observation_id__in=observation_ids).delete()[0]
+    rows = ObservationVector.objects.using(using).filter(user_id=user_id, observation_id__in=observation_ids)
+    return rows.delete()[0]
 
 
 def runner_for(config: Config) -> Callable[..., None] | None:

@@ -222,7 +222,8 @@ def observation_save(
                     config=config, using=using)
         else:
             observation = sql.count_duplicate(
-                user_id=user_id, scope=scope, digest=digest, since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
+                user_id=user_id, scope=scope, digest=digest,
+                since=now - timedelta(minutes=config.DEDUPE_WINDOW_MINUTES),
                 session_id=session_id, now=now, blocks=blocks, topic_key=values["topic_key"], config=config,
                 using=using,
             )
@@ -377,7 +378,9 @@ def observation_restore(
             user_id, observation.scope, observation.topic_key, now=timezone.now(), config=config, using=using
         ):
             raise ValidationError(
-                "topic_key", "is now used by another live observation; delete or rename it first.", code="topic_key_taken"
+                "topic_key",
+                "is now used by another live observation; delete or rename it first.",
+                code="topic_key_taken",
             )
         observation.deleted_at = None
         observation.save(using=using, update_fields=["deleted_at"])

@@ -96,9 +96,9 @@ def claim_active_session(user_id: str, scope: str = SHARED, *, now: datetime, co
     transaction.
 
     The common case, a live session, is one statement that finds it and bumps it
-    (finding the session and keeping it alive at once: the same result in the same transaction). Otherwise, under the scope's
-    lock: an idle session is auto-closed and a new one opened; none, one is opened; one a
-    concurrent writer opened meanwhile is bumped.
+    (finding the session and keeping it alive at once: the same result in the same transaction).
+    Otherwise, under the scope's lock: an idle session is auto-closed and a new one opened; none,
+    one is opened; one a concurrent writer opened meanwhile is bumped.
     """
     session_id = _bump_live(user_id, scope, now=now, config=config, using=using)
     if session_id is not None:

@@ -63,7 +63,8 @@ def test_change_pages_show_times_as_the_lists_do(admin_client, mix):
     import re
 
     session, observation = mix["human"], mix["human_obs"]
-    for url, moment in ((session_url(session), session.started_at), (observation_url(observation), observation.created_at)):
+    for url, moment in ((session_url(session), session.started_at),
+                        (observation_url(observation), observation.created_at)):
         page = admin_client.get(url).content.decode()
         assert moment.strftime("%Y-%m-%d") in page
         assert not re.search(r"\b(a\.m\.|p\.m\.|midnight|noon)", page), url

@@ -418,7 +418,8 @@ def test_every_message_of_the_catalog_is_translated_and_compiled():
     with open(LOCALE / "django.mo", "rb") as mo:
         catalog = gettext.GNUTranslations(mo)
     for entry in entries:
-        msgid = "".join(re.findall(r'^(?:msgid )?"(.*)"$', entry.split("msgid_plural")[0].split("msgstr")[0], re.MULTILINE))
+        msgid = "".join(re.findall(r'^(?:msgid )?"(.*)"$', entry.split("msgid_plural")[0].split("msgstr")[0],
+                                   re.MULTILINE))
         msgid = msgid.encode().decode("unicode_escape").encode("latin-1").decode("utf-8")
         if "msgid_plural" in entry:
             assert catalog.ngettext(msgid, "x", 2) != "x", msgid

@@ -42,7 +42,8 @@ def scoped(db):
     rows = {
         "shared": observation_save(user_id="alice", title="Alice likes tea", content="Green tea.").observation,
         "coder": observation_save(user_id="alice", title="Coder uses tabs", content="Tabs.", scope="coder").observation,
-        "writer": observation_save(user_id="alice", title="Writer drafts", content="Drafts.", scope="writer").observation,
+        "writer": observation_save(user_id="alice", title="Writer drafts", content="Drafts.",
+                                   scope="writer").observation,
         "bob": observation_save(user_id="bob", title="Bob's code", content="Spaces.", scope="coder").observation,
     }
     session_end(user_id="alice", scope="coder")

@@ -28,7 +28,8 @@ def bob(db):
 @pytest.fixture
 def agent(db):
     user = User.objects.create_user("agent-backend")
-    user.user_permissions.add(Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory"))
+    user.user_permissions.add(Permission.objects.get(codename="act_for_any_user",
+                                                     content_type__app_label="ilab_memory"))
     return User.objects.get(pk=user.pk)  # fresh instance: no stale permission cache
 
 

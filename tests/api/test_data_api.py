@@ -27,7 +27,8 @@ def document(as_alice, alice):
     assert exported.status_code == 200
     document = read_json(exported)  # streamed: read it before the rows are erased
     forgot = as_alice.post(f"{API}forget/", {"confirm": uid(alice)}, format="json")
-    assert forgot.status_code == 200 and forgot.json() == {"sessions": 1, "observations": 1, "revisions": 1, "vectors": 1}
+    assert forgot.status_code == 200 and forgot.json() == {"sessions": 1, "observations": 1, "revisions": 1,
+                                                           "vectors": 1}
     return document
 
 

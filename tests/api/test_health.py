@@ -89,7 +89,8 @@ def test_a_runner_holding_a_batch_is_seen(db):
 def test_a_runner_that_stored_a_vector_lately_is_seen(db):
     queue(1, waited=timedelta(minutes=5))
     done = queue(1, waited=timedelta(minutes=5), user_id="bob")[0]
-    ObservationVector.objects.filter(pk=done.pk).update(model_id="m", embedded_at=timezone.now() - timedelta(seconds=10))
+    ObservationVector.objects.filter(pk=done.pk).update(model_id="m",
+                                                        embedded_at=timezone.now() - timedelta(seconds=10))
     assert health().status_code == 200
 
 

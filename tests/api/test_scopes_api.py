@@ -127,7 +127,8 @@ def test_one_agents_memory_is_not_read_by_the_other(as_alice, memories):
         assert foreign.status_code == missing.status_code == 404, path
         assert foreign.json() == missing.json() == {"detail": "No such observation.", "code": "observation_not_found"}
         assert as_alice.get(API + path, {"scope": SUPPORT}).status_code == 200, path
-    text = json.dumps([as_alice.get(API + p, {"scope": CODING}).json() for p in ("context/", "observations/", "sessions/")])
+    text = json.dumps([as_alice.get(API + p, {"scope": CODING}).json()
+                       for p in ("context/", "observations/", "sessions/")])
     assert support not in text and memories[SUPPORT]["session_id"] not in text
 
 
@@ -195,9 +196,11 @@ def test_a_write_by_id_changes_only_a_memory_of_its_scope(as_alice, memories):
     assert as_alice.delete(API + f"observations/{support}/?scope=coding").status_code == 404
     assert as_alice.delete(API + f"observations/{support}/").status_code == 404
     assert snapshot() == before
-    patched = as_alice.patch(API + f"observations/{support}/", {"title": "Prefers email", "scope": SUPPORT}, format="json")
+    patched = as_alice.patch(API + f"observations/{support}/", {"title": "Prefers email", "scope": SUPPORT},
+                             format="json")
     assert patched.status_code == 200 and patched.json()["scope"] == SUPPORT
-    assert as_alice.patch(API + f"observations/{support}/", {"title": "Any", "scope": "*"}, format="json").status_code == 200
+    assert as_alice.patch(API + f"observations/{support}/", {"title": "Any", "scope": "*"},
+                          format="json").status_code == 200
     assert as_alice.delete(API + f"observations/{support}/?scope=support").status_code == 204
     assert as_alice.delete(API + f"observations/{memories[CODING]['id']}/?scope=*&hard=true").status_code == 204
     assert list(Observation.objects.live().values_list("scope", flat=True)) == [""]
@@ -320,13 +323,15 @@ def support_bot(db, ilab_settings):
     """An agent backend bound to the support scope, acting for any user_id."""
     ilab_settings(ACCOUNT_SCOPES={"support-bot": SUPPORT})
     user = User.objects.create_user("support-bot")
-    user.user_permissions.add(Permission.objects.get(codename="act_for_any_user", content_type__app_label="ilab_memory"))
+    user.user_permissions.add(Permission.objects.get(codename="act_for_any_user",
+                                                     content_type__app_label="ilab_memory"))
     return client_for(User.objects.get(pk=user.pk))
 
 
 def test_a_bound_account_writes_in_its_scope_without_naming_it(support_bot, alice):
     started = support_bot.post(API + "sessions/start/", {"user_id": uid(alice)}, format="json")
-    saved = support_bot.post(API + "observations/", {"user_id": uid(alice), "title": "t", "content": "c"}, format="json")
+    saved = support_bot.post(API + "observations/", {"user_id": uid(alice), "title": "t", "content": "c"},
+                             format="json")
     named = support_bot.post(API + "observations/", {"user_id": uid(alice), "title": "u", "content": "c",
                                                      "scope": SUPPORT}, format="json")
     assert started.status_code == 201 and saved.status_code == named.status_code == 201
@@ -342,7 +347,8 @@ def test_a_bound_account_naming_another_scope_is_403_and_changes_nothing(support
                          format="json"),
         support_bot.patch(API + f"observations/{memories[SUPPORT]['id']}/", {"user_id": uid(alice), "title": "x",
                                                                              "scope": scope}, format="json"),
-        support_bot.post(API + "forget/", {"user_id": uid(alice), "confirm": uid(alice), "scope": scope}, format="json"),
+        support_bot.post(API + "forget/", {"user_id": uid(alice), "confirm": uid(alice), "scope": scope},
+                         format="json"),
     ]
     query = "&".join(f"scope={s}" for s in (scope if isinstance(scope, list) else [scope]))
     reads = [support_bot.get(API + f"{path}?user_id={uid(alice)}&{query}") for path in ("context/", "observations/",
@@ -501,7 +507,8 @@ def test_every_endpoint_documents_its_scope(as_alice):
             described = (parameter or field or {}).get("description", "")
             assert "shared space" in described and "scope_bound" in described, (method, path)
             documented.append((method, path, "query" if parameter else "body"))
-    assert ("get", f"{API}stats/", "query") in documented and ("delete", f"{API}observations/{{id}}/", "query") in documented
+    assert ("get", f"{API}stats/", "query") in documented
+    assert ("delete", f"{API}observations/{{id}}/", "query") in documented
     assert ("patch", f"{API}observations/{{id}}/", "body") in documented
     read = next(p for p in schema["paths"][f"{API}context/"]["get"]["parameters"] if p["name"] == "scope")
     assert read["schema"]["type"] == "array" and read["schema"]["maxItems"] == 20 and "'*'" in read["description"]

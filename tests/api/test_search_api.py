@@ -42,7 +42,11 @@ def test_search_with_operator_soup_is_never_an_error(as_alice, q):
 
 @pytest.mark.parametrize(
     "params, code",
-    [({}, "invalid"), ({"q": "   "}, "blank"), ({"q": "x" * 501}, "max_length"), ({"q": "a", "type": "Bad Type"}, "invalid_type_slug"), ({"q": "a", "limit": 0}, "min_value"), ({"q": "a", "limit": "x"}, "invalid")],
+    [
+        ({}, "invalid"), ({"q": "   "}, "blank"), ({"q": "x" * 501}, "max_length"),
+        ({"q": "a", "type": "Bad Type"}, "invalid_type_slug"), ({"q": "a", "limit": 0}, "min_value"),
+        ({"q": "a", "limit": "x"}, "invalid"),
+    ],
 )
 def test_search_rejects_bad_parameters_with_400(as_alice, params, code):
     response = as_alice.get(API + "observations/search/", params)

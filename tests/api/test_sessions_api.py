@@ -27,7 +27,8 @@ def test_start_opens_a_session_with_201_then_reuses_it_with_200(as_alice, alice)
 
 def test_start_after_timeout_auto_closes_and_returns_the_old_session_as_context(as_alice, clock):
     old = start(as_alice).json()["session_id"]
-    as_alice.post(API + "observations/", {"title": "Use Postgres", "content": "Prod DB.", "type": "decision"}, format="json")
+    as_alice.post(API + "observations/", {"title": "Use Postgres", "content": "Prod DB.", "type": "decision"},
+                  format="json")
     clock.shift(timedelta(hours=25))
     response = start(as_alice)
     assert response.status_code == 201
@@ -193,7 +194,8 @@ def test_session_authentication_requires_csrf_for_writes(alice):
     assert not Session.objects.exists()
 
 
-@pytest.mark.parametrize("query", ["?status=", "?is_auto_generated=maybe", "?is_auto_generated=", "?page_size=0", "?page_size=x"])
+@pytest.mark.parametrize("query", ["?status=", "?is_auto_generated=maybe", "?is_auto_generated=", "?page_size=0",
+                                   "?page_size=x"])
 def test_list_rejects_empty_or_malformed_filters_with_400(as_alice, query):
     response = as_alice.get(API + "sessions/" + query)
     assert response.status_code == 400

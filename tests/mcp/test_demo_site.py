@@ -89,7 +89,10 @@ def the_pages_configurations_connect(base: str, env: dict[str, str], tmp_path: P
     # The demo also mounts an endpoint bound to the "coding" scope: the same token's session
     # there is another one, and what it saves is not found through the shared space's endpoint.
     headers = configurations["Claude Code"][1]
-    with mcp_client(base + "/mcp/coding/", headers=headers) as coder, mcp_client(base + "/mcp/", headers=headers) as shared:
+    with (
+        mcp_client(base + "/mcp/coding/", headers=headers) as coder,
+        mcp_client(base + "/mcp/", headers=headers) as shared,
+    ):
         assert coder.ok("mem_session_start")["session_id"] != shared.ok("mem_session_start")["session_id"]
         coder.ok("mem_save", title="Branch refund-fix", content="The coding agent works on branch refund-fix.")
         assert [r["title"] for r in coder.ok("mem_search", query="refund-fix")["results"]][:1] == ["Branch refund-fix"]

@@ -172,7 +172,8 @@ def test_host_and_origin_are_checked_against_allowed_hosts(mcp_url, alice, heade
 
 def test_body_over_data_upload_max_memory_size_is_413_and_nothing_is_stored(mcp_url, alice, settings):
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "mem_save", "arguments": {"title": "big", "content": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}}}
+            "params": {"name": "mem_save", "arguments": {"title": "big",
+                                                         "content": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}}}
     response = post(mcp_url, json.dumps(call).encode(), Authorization=f"Bearer {alice.token}")
     assert response.status_code == 413
     assert not Observation.objects.exists()

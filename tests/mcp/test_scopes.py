@@ -143,7 +143,8 @@ def test_two_scoped_stdio_servers_on_one_file_keep_sessions_and_memories_apart(t
         assert "Builds with uv" not in await support.titles("mem_search", query="uv")
         assert "Refund for order 1042 approved" not in await coding.titles("mem_search", query="refund")
         assert (await support.titles("mem_search", query="refund"))[0] == "Refund for order 1042 approved"
-        assert set(await support.titles("mem_context")) == {"Refund for order 1042 approved", "Prefers to be called Ali"}
+        assert set(await support.titles("mem_context")) == {"Refund for order 1042 approved",
+                                                            "Prefers to be called Ali"}
         assert set(await coding.titles("mem_context")) == {"Builds with uv", "Prefers to be called Ali"}
         for agent in (support, coding):
             found = await agent.call("mem_search", query="Ali")
@@ -179,7 +180,8 @@ def test_two_scoped_stdio_servers_on_one_file_keep_sessions_and_memories_apart(t
 
         # Sessions: ending one scope's leaves the other's open.
         ended = await support.ok("mem_session_end", summary="Refunded order 1042.")
-        assert (ended["id"], ended["scope"], ended["status"]) == (started["support"]["session_id"], "support", "completed")
+        assert (ended["id"], ended["scope"], ended["status"]) == (started["support"]["session_id"], "support",
+                                                                  "completed")
         again = await coding.ok("mem_session_start")
         assert (again["is_new"], again["session_id"]) == (False, started["coding"]["session_id"])
         fresh = await support.ok("mem_session_start")
@@ -445,7 +447,8 @@ def test_the_pages_site_example(scoped_site, alice):
             url, headers = page.scoped_http_configuration(alice.token)
             assert url.startswith(page.SITE)
             with mcp_client(url.replace(page.SITE, scoped_site), headers=headers) as assistant:
-                assert assistant.ok("mem_save", title="Builds with uv", content="uv.")["observation"]["scope"] == "coding"
+                assert assistant.ok("mem_save", title="Builds with uv",
+                                    content="uv.")["observation"]["scope"] == "coding"
                 found = assistant.ok("mem_search", query="refund")["results"]
                 assert {r["scope"] for r in found} <= {"coding"}  # the bot's memory is not among them
     finally:

@@ -74,7 +74,8 @@ def schema() -> list:
                    || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
                FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
                WHERE c.relname LIKE 'ilab_memory%' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
-             UNION ALL SELECT 'index', tablename, indexname, indexdef FROM pg_indexes WHERE tablename LIKE 'ilab_memory%'
+             UNION ALL SELECT 'index', tablename, indexname, indexdef
+               FROM pg_indexes WHERE tablename LIKE 'ilab_memory%'
              UNION ALL SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid)
                FROM pg_constraint WHERE conrelid::regclass::text LIKE 'ilab_memory%'
              UNION ALL SELECT 'trigger', tgrelid::regclass::text, tgname, pg_get_triggerdef(oid)

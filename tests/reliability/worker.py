@@ -60,7 +60,8 @@ def mixed(mem, *, users: list[str], ops: int, seed: int, tag: str, emit=emit) ->
                 emit(op="end", user=user, session=None)
         else:
             # One save in five repeats this agent's previous one: a duplicate, not a new memory.
-            title, content = last.get(user) if user in last and rng.random() < 0.2 else (f"{tag}-{n}", f"body {tag} {n}")
+            title, content = (last.get(user) if user in last and rng.random() < 0.2
+                              else (f"{tag}-{n}", f"body {tag} {n}"))
             result = mem.mem_save(user, title, content)
             last[user] = (title, content)
             emit(op="save", user=user, id=result.observation.id, action=result.action, title=title)

@@ -1,5 +1,5 @@
-"""Embedding on Celery workers (``EMBEDDING_RUNNER = "ilab_memory.runners.celery.runner"``): real ``celery worker`` processes,
-the real Redis broker, the test database. Nothing of ours is mocked.
+"""Embedding on Celery workers (``EMBEDDING_RUNNER = "ilab_memory.runners.celery.runner"``): real
+``celery worker`` processes, the real Redis broker, the test database. Nothing of ours is mocked.
 
 Each worker is ``celery -A project.celery worker --pool=solo`` started by tests/celery_worker.py,
 on a Redis queue unique to this test session, with the embedder and lease passed through the

@@ -91,7 +91,8 @@ def test_a_save_after_the_embedder_stopped_starts_it_again(tmem, recording, runs
     assert runs() == [(1, None)]
     mem.mem_save("alice", "Second", "Black coffee.")
     assert runs() == [(1, None)]
-    assert counts() == (2, 0) and sorted(recording.passages) == ["manual: First\nGreen tea.", "manual: Second\nBlack coffee."]
+    assert counts() == (2, 0) and sorted(recording.passages) == ["manual: First\nGreen tea.",
+                                                                 "manual: Second\nBlack coffee."]
 
 
 def test_a_failing_embedder_stops_the_thread_and_leaves_its_rows_queued(tmem, recording, runs):
@@ -158,7 +159,8 @@ embedded_only = pytest.mark.skipif(
 
 
 def run(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run(command(*args), check=False, env=env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command(*args), check=False, env=env(), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def spawn(*args: str) -> subprocess.Popen:
@@ -205,15 +207,15 @@ def test_a_script_that_saves_and_exits_leaves_its_memory_embedded_for_the_next_r
     it. A thread killed at exit would leave the row leased, skipped by searches for a lease."""
     save = ("from ilab_memory import ILabMemory\n"
             "ILabMemory.from_path('m.db').mem_save('alice', 'Prefers Ali', 'Alice asked to be called Ali.')")
-    saved = subprocess.run([sys.executable, "-c", save], check=False, cwd=tmp_path, env=env(), capture_output=True, text=True,
-                           timeout=TIMEOUT)
+    saved = subprocess.run([sys.executable, "-c", save], check=False, cwd=tmp_path, env=env(), capture_output=True,
+                           text=True, timeout=TIMEOUT)
     assert saved.returncode == 0, saved.stderr
     assert file_counts(tmp_path / "m.db") == {"rows": 1, "embedded": 1, "held": 0, "requeued": 0, "models": 1}
     search = ("from ilab_memory import ILabMemory\n"
               "mem = ILabMemory.from_path('m.db', search_embed_budget=0)\n"
               "print(mem.mem_search('alice', 'what does the user want to be called')[0].score.breakdown['cosine'])")
-    found = subprocess.run([sys.executable, "-c", search], check=False, cwd=tmp_path, env=env(), capture_output=True, text=True,
-                           timeout=TIMEOUT)
+    found = subprocess.run([sys.executable, "-c", search], check=False, cwd=tmp_path, env=env(), capture_output=True,
+                           text=True, timeout=TIMEOUT)
     assert found.returncode == 0, found.stderr
     assert float(found.stdout.splitlines()[-1]) > 0.5
 

@@ -33,8 +33,8 @@ def engine_for(using: str):
     return ENGINES[vendor]
 
 
-def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int, count: int,
-                  window: Window = OPEN, config=None, using: str):
+def matching_rows(parsed: ParsedQuery, *, user_id: str, reach: Reach = SHARED_SPACE, type: str | None, head: int,
+                  count: int, window: Window = OPEN, config=None, using: str):
     """The engine's name and its best ``count`` live observations in ``reach`` that happened in
     ``window``, all-terms matches first, each with
     ``content_head``, ``relevance``, ``all_terms`` (whether every term matched) and ``coverage``

@@ -57,7 +57,15 @@ _NEAR_GROUP = re.compile(r"\bNEAR\s*\(")
 # languages of the memories we know of). A bare one is not a term: it would make "all terms"
 # fail and flood "any term". Inside a phrase or a compound (``get_or_create``) it stays.
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to", "us", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "al", "como", "con", "cual", "cuando", "de", "del", "donde", "el", "en", "es", "esta", "este", "la", "las", "lo", "los", "mas", "para", "pero", "por", "porque", "que", "se", "sin", "sobre", "su", "sus", "un", "una", "unos", "unas", "y", "o"]
+    [
+        "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "did", "do", "does", "for", "from", "had",
+        "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our",
+        "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "this", "those", "to",
+        "us", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
+        "your", "al", "como", "con", "cual", "cuando", "de", "del", "donde", "el", "en", "es", "esta", "este", "la",
+        "las", "lo", "los", "mas", "para", "pero", "por", "porque", "que", "se", "sin", "sobre", "su", "sus", "un",
+        "una", "unos", "unas", "y", "o",
+    ]
 )
 
 

@@ -96,7 +96,7 @@ UNCOUNTED_FREQUENCY = 1.0
 # Letters FTS5's unicode61 tokenizer reads otherwise than ``query.fold`` leaves them: ſ and
 # Greek variant forms it folds further (ſ → s, ς → σ, ϐ → β, …), and New Tai Lue and Vedic
 # signs that its tables (an older Unicode) hold as marks. Checked against SQLite's own tokenizer
-# over every code point in tests/test_search_statistics.py.
+# over every code point in tests/test_sqlite.py.
 _FTS5_REREADS = frozenset(
     "\u017f\u1e9b\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5\u1cf2\u1cf3"
     + "".join(map(chr, range(0x19B0, 0x19CA)))
