@@ -134,6 +134,7 @@ def _freeze(value: Any) -> Any:
 
 
 def _build(spec: Any) -> Embedder:
+    options: dict[str, Any]
     if isinstance(spec, str):
         backend, options = spec, {}
     else:

@@ -139,12 +139,15 @@ class OpenAIEmbedder(Embedder):
     def __repr__(self) -> str:
         return f"<OpenAIEmbedder {self.model_id!r} at {self.display_url}>"
 
+    # A property where the base declares an attribute: the size is known once the server answered.
     @property
-    def dimensions(self) -> int:
+    def dimensions(self) -> int:  # type: ignore[override]
         if self._dimensions is None:
             with self._probe_lock:
                 if self._dimensions is None:
                     self._request(["dimension probe"], "passage")
+        if self._dimensions is None:  # the probe sets it or raises; said for the type checker
+            raise EmbeddingError(f"{self.model_id} answered the dimension probe without vectors")
         return self._dimensions
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:

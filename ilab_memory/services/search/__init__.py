@@ -123,7 +123,7 @@ def observation_search(
     ]
     if min_score is None:
         return results
-    return [result for result in results if result.score.value >= min_score]
+    return [result for result in results if result.score is not None and result.score.value >= min_score]
 
 
 def _candidates(parsed, query: str, *, user_id: str, reach: Reach, type: str | None, limit: int, window: Window,

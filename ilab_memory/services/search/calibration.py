@@ -24,7 +24,7 @@ import functools
 import hashlib
 import threading
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
 
@@ -54,7 +54,7 @@ class Calibration(NamedTuple):
     """One model's background: its query vectors (questions first) and what they measure."""
 
     model_id: str
-    queries: object  # numpy (n, dimensions) float32
+    queries: Any  # numpy (n, dimensions) float32
     questions: int
     unrelated_cosine: float
     unrelated_deviation: float

@@ -197,7 +197,8 @@ def may_be_weak(e: Evidence, rules=None) -> bool:
 
 def _is_weak(e: Evidence, context: Context, rules) -> bool:
     """Neither enough words nor meaning above the user's null (None: not known)."""
-    return may_be_weak(e, rules) and (context.null is None or e.cosine <= context.null)
+    # may_be_weak holds only for a result with a cosine; the test says so to the type checker too.
+    return may_be_weak(e, rules) and e.cosine is not None and (context.null is None or e.cosine <= context.null)
 
 
 def decide(candidates, context: Context, *, limit: int | None, rules=None) -> list:

@@ -115,9 +115,15 @@ class Vocabulary:
 def vocabulary() -> Vocabulary:
     from dateparser.languages.loader import LocaleDataLoader
 
-    anchors, connectors, full_names, short_forms, sub_day = set(), set(), set(), set(), set()
-    units, placers = set(), set()
-    prepositions, fillers = set(), set()
+    anchors: set[str] = set()
+    connectors: set[str] = set()
+    full_names: set[str] = set()
+    short_forms: set[str] = set()
+    sub_day: set[str] = set()
+    units: set[str] = set()
+    placers: set[str] = set()
+    prepositions: set[str] = set()
+    fillers: set[str] = set()
     for language in LANGUAGES:
         info = LocaleDataLoader().get_locale(language).info
         for name in _NAMES:
@@ -126,10 +132,10 @@ def vocabulary() -> Vocabulary:
             full_names.add(longest)
             short_forms.update(form for form in forms if form != longest)
         for unit in _DAY_UNITS + _SUB_DAY_UNITS:
-            forms = {fold(form) for form in info.get(unit, []) if len(form) > 1}
-            (anchors if unit in _DAY_UNITS else sub_day).update(forms)
+            unit_forms = {fold(form) for form in info.get(unit, []) if len(form) > 1}
+            (anchors if unit in _DAY_UNITS else sub_day).update(unit_forms)
             if unit in _DAY_UNITS:
-                units.update(forms)
+                units.update(unit_forms)
         for key, phrases in info.get("relative-type", {}).items():
             for phrase in map(fold, phrases):
                 words = phrase.split()
@@ -249,4 +255,5 @@ def _bounds(day: date, period: str, time_zone: tzinfo) -> tuple[datetime, dateti
     else:
         first, after = day, day + timedelta(days=1)
     # In UTC: subtracting two datetimes of one zone ignores a change of clocks between them.
-    return tuple(datetime.combine(edge, time.min, time_zone).astimezone(UTC) for edge in (first, after))
+    start, end = (datetime.combine(edge, time.min, time_zone).astimezone(UTC) for edge in (first, after))
+    return start, end

@@ -55,7 +55,7 @@ def meaning(user_id: str, reach: Reach, query: str, *, n: int, also, config: Con
 def null(meaning: Meaning, *, user_id: str, reach: Reach, config: Config, using: str) -> float | None:
     """The user's null (``calibration.null_of``): the cosine a result needs to stand on its
     meaning; None before the model's calibration is measured."""
-    if meaning.calibration is None:
+    if meaning.calibration is None or meaning.model_id is None:
         return None
     return vectors.derived_from_rows(
         user_id=user_id, reach=reach, model_id=meaning.model_id, dimensions=meaning.dimensions, using=using,
