@@ -16,7 +16,8 @@ is one observation, with its sessions, privacy, scopes and search:
   observation's fields; every other entry is kept in its metadata. ``get`` gives the value back
   as it was put, with private blocks redacted.
 * **search** with ``query`` is the hybrid search, each item scored with its SearchScore's
-  value; without, the newest updated first. ``filter`` selects the ``type``. ``offset + limit``
+  value (those below the store's ``min_score``, if given, left out); without, the newest
+  updated first. ``filter`` selects the ``type``. ``offset + limit``
   is at most 100 without a query (a list's largest page) and ``SEARCH_MAX_LIMIT`` with one.
 * **delete** is the soft delete (the observation can be restored by an operator).
 * **TTL**: a ``put``'s ``ttl`` (minutes, as LangGraph counts) is the observation's ``ttl`` (in
@@ -51,7 +52,7 @@ from langgraph.store.base import (
 
 from ..exceptions import ObservationNotFound, ValidationError
 from ..scopes import ALL, SHARED
-from ..validation import MAX_TTL_SECONDS, OBSERVATIONS_LIMIT, normalize_topic_key
+from ..validation import MAX_TTL_SECONDS, OBSERVATIONS_LIMIT, clean_min_score, normalize_topic_key
 
 FIELDS = ("title", "content", "type")
 STORE_KEY = "langgraph"  # the metadata entry that says how the value maps onto the observation
@@ -69,18 +70,20 @@ _Item = TypeVar("_Item", bound=Item)
 class MemoryStore(BaseStore):
     """``MemoryStore(ILabMemory())`` or ``MemoryStore(MemoryClient(url, token))``; pass it as
     ``graph.compile(store=...)``. ``ttl=TTLConfig(default_ttl=minutes, refresh_on_read=False)``
-    gives every put without its own ``ttl`` that one."""
+    gives every put without its own ``ttl`` that one; ``min_score`` is every search's (LangGraph's
+    ``search`` has no argument for it)."""
 
     supports_ttl = True
 
     # ``memory``: an ILabMemory or a MemoryClient, which answer the same calls.
-    def __init__(self, memory: Any = None, *, ttl: TTLConfig | None = None) -> None:
+    def __init__(self, memory: Any = None, *, ttl: TTLConfig | None = None, min_score: float | None = None) -> None:
         if memory is None:
             from .. import ILabMemory
 
             memory = ILabMemory()
         self.memory = memory
         self.ttl_config = clean_ttl_config(ttl)
+        self.min_score = clean_min_score(min_score)
 
     # -- BaseStore -------------------------------------------------------------------------
 
@@ -151,7 +154,8 @@ class MemoryStore(BaseStore):
         type = type_filter(op.filter)
         wanted = op.offset + op.limit
         if op.query:
-            hits = self.memory.mem_search(user_id, op.query, type=type, limit=wanted, scope=reach)
+            hits = self.memory.mem_search(user_id, op.query, type=type, limit=wanted, scope=reach,
+                                          min_score=self.min_score)
         else:
             if wanted > MAX_LISTED:
                 raise ValidationError("limit", f"offset and limit add up to {wanted}; the limit is {MAX_LISTED}.",

@@ -112,6 +112,21 @@ def test_search_with_a_query_is_the_hybrid_search_with_its_scores(store, mem):
     assert 0 < items[0].score <= 1
 
 
+def test_a_stores_min_score_leaves_out_what_scores_below_it(mem):
+    full = MemoryStore(mem)
+    full.put(("alice",), "deploy", {"content": "We deploy the site on Fridays after lunch."})
+    full.put(("alice",), "checklist", {"content": "The deploy checklist lives in the wiki."})
+    scores = sorted(item.score for item in full.search(("alice",), query="deploy on friday"))
+    assert len(scores) == 2 and scores[0] < scores[1]
+    cut = (scores[0] + scores[1]) / 2
+    assert [item.key for item in MemoryStore(mem, min_score=cut).search(("alice",), query="deploy on friday")] == [
+        full.get(("alice",), "deploy").key]
+    assert MemoryStore(mem, min_score=scores[1] + 0.01).search(("alice",), query="deploy on friday") == []
+    with pytest.raises(ValidationError) as raised:
+        MemoryStore(mem, min_score=-1)
+    assert (raised.value.field, raised.value.code) == ("min_score", "min_value")
+
+
 def test_a_search_beyond_its_bound_names_the_limit(store):
     """offset + limit: at most a list's largest page (100) without a query, SEARCH_MAX_LIMIT (50) with one."""
     store.put(("alice",), "one", {"content": "Green tea in the morning."})
