@@ -17,18 +17,14 @@ import re
 import shlex
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.api.test_live_http import free_port
+from tests.gunicorn_site import ROOT, gunicorn_site
 
 pytestmark = pytest.mark.engine_independent  # the site runs on a SQLite file of its own
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "docs" / "api.md", ROOT / "README.md"]
 WORKED_EXAMPLE = "### A worked example: one user, a support bot and a coding assistant"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -190,31 +186,12 @@ def docs_site(tmp_path_factory):
     manage("ilab_memory_demo")  # operator, agent and agent-backend: user_ids "1" to "3"
     tokens = json.loads(manage("shell", "--no-imports", "-c", MAKE_ACCOUNTS).strip().splitlines()[-1])
     agent = re.search(r"Generated token (\w+) for user agent", manage("drf_create_token", "agent")).group(1)
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    api = f"http://127.0.0.1:{port}/api/memory"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(api + "/health/", timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the site did not start: {server.stderr.read().decode()[-2000:]}") from None
-                time.sleep(0.2)
+    with gunicorn_site(env) as root:
+        api = root + "/api/memory"
         shell = {"PATH": os.environ["PATH"], "HOME": str(folder), "API": api, "TOKEN": agent,
                  "SUPPORT_BOT_TOKEN": tokens["support-bot"], "CODING_ASSISTANT_TOKEN": tokens["coding-assistant"],
                  "ANA_TOKEN": tokens["ana"]}
         yield api, shell, folder
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def run(command: str, shell_env: dict, folder: Path) -> tuple[int, str]:

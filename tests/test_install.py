@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_live_http import free_port
+from tests.gunicorn_site import free_port
 from tests.scratch_databases import scratch_postgres
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,9 +2,6 @@
 number of queries whatever the queue holds."""
 
 import os
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -19,8 +16,8 @@ from rest_framework.test import APIClient
 
 from ilab_memory.models import ObservationVector
 from tests.api.conftest import API
-from tests.api.test_live_http import ROOT, free_port
 from tests.factories import ObservationFactory, SessionFactory
+from tests.gunicorn_site import free_port, gunicorn_site
 
 TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT", "BEGIN", "COMMIT")
 
@@ -127,26 +124,11 @@ def test_an_unreachable_database_answers_503_naming_database():
     """The demo site in a real process, its database a PostgreSQL port where nothing listens."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "DJANGO_DEBUG": "0",
            "DATABASE_URL": f"postgres://nobody@127.0.0.1:{free_port()}/nothing"}
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/memory/health/", timeout=5)
-                raise AssertionError("health answered 200 without a database")
-            except urllib.error.HTTPError as error:
-                status, body = error.code, error.read().decode()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"demo site did not start: {server.stderr.read().decode()[-2000:]}") from None
-                time.sleep(0.2)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with gunicorn_site(env, timeout=30) as root:
+        try:
+            urllib.request.urlopen(root + "/api/memory/health/", timeout=5)
+            raise AssertionError("health answered 200 without a database")
+        except urllib.error.HTTPError as error:
+            status, body = error.code, error.read().decode()
     assert status == 503
     assert '"failing":["database"]' in body and "nobody" not in body

@@ -6,30 +6,21 @@ DATABASE_URL points at PostgreSQL, a throwaway database created on that server a
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from tests.gunicorn_site import ROOT, gunicorn_site
 from tests.scratch_databases import scratch_postgres
 
-ROOT = Path(__file__).resolve().parents[2]
 MAKE_ACCOUNT = (
     "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
     "u = User.objects.create_user('live-user'); print(Token.objects.create(user=u).key)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -56,27 +47,8 @@ def live_site(site_env):
 
     manage("migrate", "--no-input", "-v", "0")
     token = manage("shell", "--no-imports", "-c", MAKE_ACCOUNT).strip().splitlines()[-1]
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT, env=site_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}/api/memory/"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "context/", timeout=2)
-            except urllib.error.HTTPError:
-                break  # answering (401): up
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"demo site did not start: {server.stderr.read().decode()[-2000:]}")
-                time.sleep(0.2)
-        yield base, token
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with gunicorn_site(site_env) as root:
+        yield root + "/api/memory/", token
 
 
 def request(base, token, method, path, body=None):

@@ -13,15 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 
-from tests.api.test_live_http import ROOT, free_port, site_env  # noqa: F401
+from tests.api.test_live_http import site_env  # noqa: F401  (fixture: a database for the site)
+from tests.gunicorn_site import ROOT, gunicorn_site
 
 from .conftest import SCALE
 
@@ -56,34 +54,9 @@ def busy_site(site_env, tmp_path):  # noqa: F811
     threads."""
     manage(site_env, "migrate", "--no-input", "-v", "0")
     token, user_id = manage(site_env, "shell", "--no-imports", "-c", MAKE_ACCOUNT).split()[-2:]
-    port = free_port()
     log = tmp_path / "server.log"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", "3", "--threads", "2", "--timeout", "120"],
-        cwd=ROOT, env=site_env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
-    )
-    base = f"http://127.0.0.1:{port}/api/memory/"
-    try:
-        wait_until_up(base, server, log)
-        yield base, token, user_id, log
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def wait_until_up(base: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(base + "health/", timeout=2)
-            return
-        except urllib.error.HTTPError:
-            return  # answering
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"demo site did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+    with gunicorn_site(site_env, workers=3, threads=2, log=log) as root:
+        yield root + "/api/memory/", token, user_id, log
 
 
 def race(base: str, token: str, user_id: str, seed: int) -> list[dict]:
