@@ -66,7 +66,7 @@ def test_the_sweep_counts_what_it_closed_and_erased(mem, clock):
     clock.shift(timedelta(hours=25))
     closed = sample("ilab_memory_sweep_sessions_closed_total")
     erased = sample("ilab_memory_sweep_memories_erased_total")
-    assert len(mem.mem_close_expired()) == 2
+    assert len(mem.mem_close_idle()) == 2
     assert mem.mem_erase_expired() == 1
     assert sample("ilab_memory_sweep_sessions_closed_total") == closed + 2
     assert sample("ilab_memory_sweep_memories_erased_total") == erased + 1
