@@ -344,8 +344,8 @@ def observation_delete(
             # Soft-deleted rows may still be erased by id; expired ones are missing to every write.
             # The row is locked before its history and vector go: an update holds the row, then
             # writes those, so the same order here cannot deadlock with it.
-            found = first_or_none(mine.exclude(expired_q(config)).select_for_update().values_list("pk", flat=True))
-            found = found is not None and mine.filter(pk=found).delete()[0] > 0
+            locked = first_or_none(mine.exclude(expired_q(config)).select_for_update().values_list("pk", flat=True))
+            found = locked is not None and mine.delete()[0] > 0
         else:
             found = mine.live(config).update(deleted_at=timezone.now()) > 0
             embedding.drop(user_id=user_id, observation_ids=[pk], using=using)
