@@ -1,9 +1,16 @@
-"""ilab_memory.services.search.sqlite: the FTS5 statement's reading of a token."""
+"""ilab_memory.services.search.sqlite: the FTS5 statement's reading of a token and of the index's entries."""
 
 import sqlite3
 
+import pytest
+
 from ilab_memory.services.search.query import tokens
-from ilab_memory.services.search.sqlite import fts5_reads_as_is
+from ilab_memory.services.search.sqlite import (
+    SQLITE_CONTENT,
+    SQLITE_CONTENT_OBSERVATION,
+    SQLITE_TABLE,
+    fts5_reads_as_is,
+)
 
 
 def test_fts5_reads_as_is_agrees_with_sqlites_own_tokenizer():
@@ -27,3 +34,21 @@ def test_fts5_reads_as_is_agrees_with_sqlites_own_tokenizer():
     wrong = [(hex(code), token, terms.get(code)) for code, token in candidates if terms.get(code) != [token]]
     assert not wrong
     assert len(candidates) > 100_000  # letters and digits of every script FTS5 reads as they are
+
+
+def test_the_index_keeps_each_entrys_observation_in_the_content_column_the_statement_reads(tmem):
+    """The ranked statement maps an index entry to its observation through FTS5's content shadow
+    table (``SQLITE_CONTENT``, column ``SQLITE_CONTENT_OBSERVATION``): each entry's column there
+    is the id of the observation the entry indexes."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's FTS5 index")
+    saved = [tmem.mem_save("alice", f"Note {i}", f"Tea number {i}.").observation.id for i in range(3)]
+    with connection.cursor() as cursor:
+        cursor.execute(  # raw: the index has no model
+            f"SELECT e.rowid, s.{SQLITE_CONTENT_OBSERVATION} FROM {SQLITE_TABLE} e"
+            f" JOIN {SQLITE_CONTENT} s ON s.id = e.rowid WHERE e.observation_id = s.{SQLITE_CONTENT_OBSERVATION}"
+        )
+        mapped = cursor.fetchall()
+    assert sorted(str(pk).replace("-", "") for _, pk in mapped) == sorted(pk.replace("-", "") for pk in saved)

@@ -62,6 +62,23 @@ def test_query_and_passage_prefixes_are_applied_once(e5):
     assert cos(as_query, raw.query("query: " + text)) < 0.999
 
 
+def test_a_query_runs_on_one_thread_and_the_callers_threads_are_set_back(e5):
+    """A query runs the engine's OpenMP on one thread (the vector is the one of a call on all of
+    them, above); the calling thread's setting is set back, so its batches of passages keep theirs."""
+    from ilab_memory.embeddings.e5 import _model
+
+    engine = _model(e5.variant)._lib  # the engine the embedder's model loaded
+    seen = []
+    original = engine.omp_set_num_threads
+    before = engine.omp_get_max_threads()
+    engine.omp_set_num_threads = lambda n: (seen.append(n), original(n))
+    try:
+        e5.embed_query("what does the user want to be called")
+    finally:
+        engine.omp_set_num_threads = original
+    assert seen == [1, before] and engine.omp_get_max_threads() == before
+
+
 def test_concurrent_calls_agree(e5):
     """No lock around the engine: calls from several threads run at once and give the vectors
     of calls made one by one."""

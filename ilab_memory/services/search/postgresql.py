@@ -103,12 +103,19 @@ def tsqueries(parsed: ParsedQuery) -> tuple[str, str]:
 # Up to this many live rows, a user's words search reads the user's rows and matches each one;
 # above, it reads the index (``candidates_sql``).
 PG_READ_ROWS_UP_TO = 2000
-_CANDIDATE_COLUMNS = """o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
-                   substr(o.content, 1, q.head) AS content_head, o.search_vector,
-                   o.search_vector @@ q.all_terms AS all_terms"""
 
 
-def candidates_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int) -> str:
+def _candidate_columns(alternatives: int) -> str:
+    """What the ranking needs of a row, each alternative matched and ranked in the same pass
+    (``r1`` … ``rn``: its ts_rank, NULL where the row lacks it); the other columns are read
+    only for the rows the ranking keeps (``ranked_sql``)."""
+    rank = f"ts_rank('{PG_RANK_WEIGHTS}', o.search_vector, q.a%d, {PG_RANK_NORMALIZATION})"
+    ranks = "".join(f",\n                   CASE WHEN o.search_vector @@ q.a{i} THEN {rank % i} END AS r{i}"
+                    for i in range(1, alternatives + 1))
+    return f"o.id, o.updated_at, o.search_vector @@ q.all_terms AS all_terms{ranks}"
+
+
+def candidates_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int, alternatives: int = 1) -> str:
     """The user's rows that hold any alternative, by one of two paths chosen by the user's size:
     each branch's size test is a one-time filter, so the other branch never runs. A small user's
     rows are read and matched one by one, a cost no other user's rows change. A large user's
@@ -116,63 +123,64 @@ def candidates_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int) -> s
     for this user only; a prefix alternative there reads the entries of every word it starts,
     of every user. Parameters: user_id, the parameters of ``in_scopes``, [type], twice."""
     of_type = "AND o.type = %s" if type_filter else ""
+    columns = _candidate_columns(alternatives)
     return f"""
-        candidates AS (
-            SELECT {_CANDIDATE_COLUMNS}
+        candidates AS MATERIALIZED (
+            SELECT {columns}
             FROM (SELECT * FROM {OBSERVATION_TABLE} WHERE user_id = %s OFFSET 0) o, q
             WHERE (SELECT n FROM total) <= {read_rows_up_to:d}{in_scopes} AND o.search_vector @@ q.any_terms {of_type}
             UNION ALL
-            SELECT {_CANDIDATE_COLUMNS}
+            SELECT {columns}
             FROM {OBSERVATION_TABLE} o, q
             WHERE (SELECT n FROM total) > {read_rows_up_to:d} AND o.user_id = %s{in_scopes}
                   AND o.search_vector @@ q.any_terms {of_type}
         )"""
 
 
-def ranked_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int = PG_READ_ROWS_UP_TO) -> str:
-    """The ranked statement; its parameters: head, all-terms and any-term tsquery, the number of
-    terms, the alternatives' tsqueries (an array, the terms first), user_id, then those of
-    ``candidates_sql`` (``in_scopes``: the rows a read sees, ``lexical.matching_rows``), count."""
+def ranked_sql(type_filter: bool, in_scopes: str, read_rows_up_to: int = PG_READ_ROWS_UP_TO, *,
+               alternatives: int = 1, terms: int = 1) -> str:
+    """The ranked statement for a query of ``terms`` terms and ``alternatives`` alternatives (the
+    terms first, ``any_terms``); its parameters: head, the all-terms and any-term tsqueries, each
+    alternative's tsquery, user_id, then those of ``candidates_sql`` (``in_scopes``: the rows a
+    read sees, ``lexical.matching_rows``), count. The text depends on the numbers only."""
     # ts_rank has no inverse document frequency: a common word would weigh as much as a rare
     # one. So each alternative is ranked on its own and weighted by bm25's idf over this user's
     # live observations, the shape of FTS5's bm25, still in one statement. ``coverage`` is the
     # idf-weighted share of the query's terms (the first alternatives) the row holds.
+    # A common word matches thousands of rows: each is read, matched and ranked in one pass
+    # (``candidates``), and its other columns (the content head among them) are read only for
+    # the ``count`` rows kept.
+    n = range(1, alternatives + 1)
+    held = [f"c.r{i} IS NOT NULL" for i in range(1, terms + 1)]
+    idf = ", ".join(f"ln(1 + (t.n - count(c.r{i}) + 0.5) / (count(c.r{i}) + 0.5)) AS idf{i}" for i in n)
+    relevance = " + ".join(f"coalesce(s.idf{i} * c.r{i}, 0)" for i in n)
+    covered = " + ".join(f"CASE WHEN {h} THEN s.idf{i} ELSE 0 END" for i, h in enumerate(held, 1))
+    alternative_params = "".join(f", %s::tsquery AS a{i}" for i in n)
     return f"""
-        WITH q AS (SELECT %s::int AS head, %s::tsquery AS all_terms, %s::tsquery AS any_terms),
-        alternatives AS (
-            SELECT i, alternative::tsquery AS alternative, i <= %s AS is_term
-            FROM unnest(%s::text[]) WITH ORDINALITY AS t(alternative, i)
-        ),
-        -- MATERIALIZED (total and frequency): each computed once, not once per candidate row
-        -- (inlined, the planner re-ran the count and the document frequencies per candidate,
-        -- a cost that grows with the square of a common word's matches).
+        WITH q AS (SELECT %s::int AS head, %s::tsquery AS all_terms, %s::tsquery AS any_terms{alternative_params}),
+        -- MATERIALIZED: each computed once, not once per candidate row (inlined, the planner
+        -- re-ran the count and the document frequencies per candidate, a cost that grows with the
+        -- square of a common word's matches).
         total AS MATERIALIZED (
             -- Every scope of the user: a count the user's own index answers alone (a scope
             -- filter would read each row), and a collection size, as FTS5 counts its whole index.
             -- Expired rows count until the sweep erases them, for the same reason.
             SELECT count(*)::float AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL
-        ),{candidates_sql(type_filter, in_scopes, read_rows_up_to)},
-        frequency AS MATERIALIZED (
-            SELECT i, alternative, is_term, ln(1 + (n - df + 0.5) / (df + 0.5)) AS idf
-            FROM (SELECT a.i, a.alternative, a.is_term, total.n, count(c.id)::float AS df
-                  FROM alternatives a CROSS JOIN total LEFT JOIN candidates c ON c.search_vector @@ a.alternative
-                  GROUP BY a.i, a.alternative, a.is_term, total.n) document_frequency
-        ),
-        terms AS MATERIALIZED (SELECT sum(idf) AS idf FROM frequency WHERE is_term)
-        SELECT c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.happened_at, c.content_head,
-               sum(f.idf * ts_rank('{PG_RANK_WEIGHTS}', c.search_vector, f.alternative, {PG_RANK_NORMALIZATION})
-               ) AS relevance,
-               c.all_terms,
-               -- 1.0 exactly when every term is held: a sum in another order may differ in its last bit.
-               CASE WHEN c.all_terms THEN 1.0
-                    ELSE coalesce(sum(f.idf) FILTER (WHERE f.is_term), 0) / terms.idf END AS coverage
-        FROM candidates c CROSS JOIN frequency f CROSS JOIN terms
-        WHERE c.search_vector @@ f.alternative
-        GROUP BY c.id, c.scope, c.type, c.title, c.topic_key, c.session_id, c.updated_at, c.happened_at, c.content_head,
-                 c.all_terms,
-                 terms.idf
-        ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
-        LIMIT %s"""
+        ),{candidates_sql(type_filter, in_scopes, read_rows_up_to, alternatives)},
+        statistics AS MATERIALIZED (SELECT {idf} FROM candidates c CROSS JOIN total t GROUP BY t.n),
+        kept AS (
+            SELECT c.id, c.all_terms, {relevance} AS relevance,
+                   -- 1.0 exactly when every term is held: a sum in another order may differ in its last bit.
+                   CASE WHEN c.all_terms THEN 1.0
+                        ELSE ({covered}) / ({" + ".join(f"s.idf{i}" for i in range(1, terms + 1))}) END AS coverage
+            FROM candidates c CROSS JOIN statistics s
+            ORDER BY c.all_terms DESC, relevance DESC, c.updated_at DESC, c.id
+            LIMIT %s
+        )
+        SELECT o.id, o.scope, o.type, o.title, o.topic_key, o.session_id, o.updated_at, o.happened_at,
+               substr(o.content, 1, q.head) AS content_head, k.relevance, k.all_terms, k.coverage
+        FROM kept k JOIN {OBSERVATION_TABLE} o ON o.id = k.id CROSS JOIN q
+        ORDER BY k.all_terms DESC, k.relevance DESC, o.updated_at DESC, o.id"""
 
 
 class PostgreSQLEngine:
@@ -189,8 +197,10 @@ class PostgreSQLEngine:
         all_query, any_query = tsqueries(parsed)
         alternatives = [tsquery_phrase(term) for term in any_terms(parsed)]
         each_path = [user_id, *scopes, *([type] if type else [])]
-        params = [head, all_query, any_query, len(parsed.terms), alternatives, user_id, *each_path, *each_path, count]
-        return ranked_sql(type is not None, in_scopes, self.read_rows_up_to), params
+        params = [head, all_query, any_query, *alternatives, user_id, *each_path, *each_path, count]
+        sql = ranked_sql(type is not None, in_scopes, self.read_rows_up_to, alternatives=len(alternatives),
+                         terms=len(parsed.terms))
+        return sql, params
 
 
 ENGINE = PostgreSQLEngine()

@@ -31,11 +31,18 @@ SQLITE_TRIGGERS = ("ilab_memory_search_ai", "ilab_memory_search_ad", "ilab_memor
 
 # title, topic_key, content are searched; owner (the user, as one hex token) scopes a MATCH to
 # one user through the index; observation_id finds the entry to delete.
+SQLITE_COLUMNS = ("title", "topic_key", "content", "owner", "observation_id")
 SQLITE_CREATE_TABLE = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS {SQLITE_TABLE} USING fts5(
-    title, topic_key, content, owner, observation_id,
+    {", ".join(SQLITE_COLUMNS)},
     tokenize = 'unicode61 remove_diacritics 2'
 )"""
+# The table FTS5 keeps each entry's columns in (its "content" shadow table: ``id`` is the
+# entry's rowid, ``c0`` … ``c4`` the columns in order). The ranked statement reads an entry's
+# observation there: a lookup by rowid through the virtual table costs a MATCH's set-up per row,
+# three times the plain b-tree read (measured on 9,000 rows of one user).
+SQLITE_CONTENT = f"{SQLITE_TABLE}_content"
+SQLITE_CONTENT_OBSERVATION = f"c{SQLITE_COLUMNS.index('observation_id')}"
 _SQLITE_ENTRY = "new.title, coalesce(new.topic_key, ''), new.content, 'u' || hex(new.user_id), new.id"
 _SQLITE_DELETE_OLD = f"""DELETE FROM {SQLITE_TABLE} WHERE {SQLITE_TABLE} MATCH 'observation_id : "' || old.id || '"';"""
 SQLITE_CREATE_TRIGGERS = (
@@ -274,8 +281,8 @@ def _ranked_sql(alternatives: int, terms: int, inputs: list, branches: list, in_
             SELECT o.id, o.updated_at,
                    length(o.title) + length(coalesce(o.topic_key, '')) + length(o.content) AS length,
                    {", ".join(f"f.f{i}" for i in n)}
-            FROM frequencies f CROSS JOIN {SQLITE_TABLE} s ON s.rowid = f.doc
-                 CROSS JOIN {OBSERVATION_TABLE} o ON o.id = s.observation_id
+            FROM frequencies f CROSS JOIN {SQLITE_CONTENT} s ON s.id = f.doc
+                 CROSS JOIN {OBSERVATION_TABLE} o ON o.id = s.{SQLITE_CONTENT_OBSERVATION}
             WHERE o.user_id = %s{in_scopes}
                   {"AND o.type = %s" if type_filter else ""}
         ),
