@@ -65,7 +65,8 @@ class Writer:
     def texts(self, index: int, count: int) -> list[tuple[str, str]]:
         rng = np.random.default_rng([SEED, index])
         language = self.languages[0 if index == 0 or rng.random() < 0.7 else 1]
-        topics = [language.topics[t] for t in rng.choice(TOPICS_PER_LANGUAGE, TOPICS_PER_USER, replace=False)]
+        topics = np.stack([language.topics[t]
+                           for t in rng.choice(TOPICS_PER_LANGUAGE, TOPICS_PER_USER, replace=False)])
         title_lengths = rng.integers(3, 9, count)
         content_lengths = np.clip(rng.lognormal(3.0, 0.6, count).astype(int), 5, 200)
         total = int(title_lengths.sum() + content_lengths.sum())
@@ -73,7 +74,7 @@ class Writer:
         topical = rng.random(total) < 0.3
         chosen_topics = rng.integers(0, TOPICS_PER_USER, total)
         within = np.minimum(rng.zipf(1.3, total) - 1, TOPIC_WORDS - 1)
-        topic_words = np.array([topics[t][w] for t, w in zip(chosen_topics, within)]) if total else general
+        topic_words = topics[chosen_topics, within]
         words = language.words[np.where(topical, topic_words, general)]
         out, at = [], 0
         for title_length, content_length in zip(title_lengths, content_lengths):
