@@ -111,6 +111,11 @@ def run(*, alone: str, crowd: str, iterations: int, memories: int, only: str = "
     facades = {name: (ILabMemory(using=using), ILabMemory(using=using, EMBEDDER=None))
                for name, using in (("alone", "default"), ("crowd", "crowd"))}
     samples = {name: {} for name in facades}
+    from ilab_memory.services.embedding import embed_waiting
+
+    for _, using in (("alone", "default"), ("crowd", "crowd")):
+        # An earlier run's saves wait for a vector; a hybrid search would embed them (its budget).
+        embed_waiting(user_id=USER, using=using)
     for op_name, operation in operations(memories).items():
         if not op_name.startswith(only):
             continue

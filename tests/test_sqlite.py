@@ -52,3 +52,13 @@ def test_the_index_keeps_each_entrys_observation_in_the_content_column_the_state
         )
         mapped = cursor.fetchall()
     assert sorted(str(pk).replace("-", "") for _, pk in mapped) == sorted(pk.replace("-", "") for pk in saved)
+
+
+def test_the_index_the_statement_counts_through_is_the_models_index_of_a_users_live_rows():
+    from django.db.models import Q
+
+    from ilab_memory.models import Observation
+    from ilab_memory.services.search.sqlite import LIVE_ROWS_INDEX
+
+    [index] = [index for index in Observation._meta.indexes if index.name == LIVE_ROWS_INDEX]
+    assert index.fields[0] == "user_id" and index.condition == Q(deleted_at__isnull=True)

@@ -91,6 +91,10 @@ def sqlite_triggers_present(connection) -> bool:
 
 # -- the query -----------------------------------------------------------------------------
 
+# The index of a user's live rows (``models.Observation``'s, leading with user_id, deleted rows
+# left out): the statement counts the user's collection through it.
+LIVE_ROWS_INDEX = "ilab_mem_obs_user_updated"
+
 # Field weights per occurrence: title > topic_key > content, the same ratios as PostgreSQL's
 # PG_RANK_WEIGHTS. The owner and observation_id columns weigh nothing.
 SQLITE_FIELD_WEIGHTS = {"title": 10.0, "topic_key": 4.0, "content": 1.0}
@@ -288,8 +292,11 @@ def _ranked_sql(alternatives: int, terms: int, inputs: list, branches: list, in_
         ),
         -- The collection: every row of the user not deleted, in every scope (as FTS5 counted its
         -- whole index), a count the user's own index answers alone (expired rows count until the
-        -- sweep erases them: judging expiry would read every row).
-        total AS (SELECT count(*) AS n FROM {OBSERVATION_TABLE} WHERE user_id = %s AND deleted_at IS NULL),
+        -- sweep erases them: judging expiry would read every row). INDEXED BY: the index of live
+        -- rows answers without reading a row, where SQLite's planner, without statistics, took
+        -- the index of every row and read each row's deleted_at (2.1 against 0.4 ms at 10,000).
+        total AS (SELECT count(*) AS n FROM {OBSERVATION_TABLE} INDEXED BY {LIVE_ROWS_INDEX}
+                  WHERE user_id = %s AND deleted_at IS NULL),
         statistics AS MATERIALIZED (
             SELECT max(avg(r.length), 1) AS average_length, {idf} FROM rows r CROSS JOIN total t
         ),
