@@ -105,15 +105,15 @@ def erasures(facades: dict, memories: int) -> dict[str, list[float]]:
 
 
 def run(*, alone: str, crowd: str, iterations: int, memories: int, only: str = "") -> list[dict]:
-    from ilab_memory import ILabMemory
-
     setup(alone, crowd)
-    facades = {name: (ILabMemory(using=using), ILabMemory(using=using, EMBEDDER=None))
-               for name, using in (("alone", "default"), ("crowd", "crowd"))}
-    samples = {name: {} for name in facades}
+    from ilab_memory import ILabMemory
     from ilab_memory.services.embedding import embed_waiting
 
-    for _, using in (("alone", "default"), ("crowd", "crowd")):
+    databases = {"alone": "default", "crowd": "crowd"}
+    facades = {name: (ILabMemory(using=using), ILabMemory(using=using, EMBEDDER=None))
+               for name, using in databases.items()}
+    samples = {name: {} for name in facades}
+    for using in databases.values():
         # An earlier run's saves wait for a vector; a hybrid search would embed them (its budget).
         embed_waiting(user_id=USER, using=using)
     for op_name, operation in operations(memories).items():
