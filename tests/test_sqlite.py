@@ -3,9 +3,12 @@
 import sqlite3
 
 import pytest
+from django.db.models import Q
 
+from ilab_memory.models import Observation
 from ilab_memory.services.search.query import tokens
 from ilab_memory.services.search.sqlite import (
+    LIVE_ROWS_INDEX,
     SQLITE_CONTENT,
     SQLITE_CONTENT_OBSERVATION,
     SQLITE_TABLE,
@@ -55,10 +58,5 @@ def test_the_index_keeps_each_entrys_observation_in_the_content_column_the_state
 
 
 def test_the_index_the_statement_counts_through_is_the_models_index_of_a_users_live_rows():
-    from django.db.models import Q
-
-    from ilab_memory.models import Observation
-    from ilab_memory.services.search.sqlite import LIVE_ROWS_INDEX
-
     [index] = [index for index in Observation._meta.indexes if index.name == LIVE_ROWS_INDEX]
     assert index.fields[0] == "user_id" and index.condition == Q(deleted_at__isnull=True)
