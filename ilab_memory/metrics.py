@@ -89,22 +89,35 @@ def count(name: str, n: int) -> None:
 class BacklogCollector:
     """The embedding backlog and the sweep's leftovers, read from the database at each scrape."""
 
+    def describe(self):
+        """The gauges without their values: registering the collector reads no database (without
+        ``describe``, prometheus_client would call ``collect`` to learn the names)."""
+        return list(self._gauges(None, None, None))
+
     def collect(self):
         from django.utils import timezone
-        from prometheus_client.core import GaugeMetricFamily
 
         from . import health
 
         now = timezone.now()
         waiting = health.backlog(now=now)
+        yield from self._gauges(waiting.size, waiting.oldest_seconds or 0.0,
+                                health.expired_open(now=now, config=get_config()))
+
+    @staticmethod
+    def _gauges(waiting, oldest_seconds, expired_open):
+        from prometheus_client.core import GaugeMetricFamily
+
+        from .health import BACKLOG_CAP
+
         yield GaugeMetricFamily("ilab_memory_embedding_backlog",
-                                f"Memories waiting for a vector (counted up to {health.BACKLOG_CAP}).", waiting.size)
+                                f"Memories waiting for a vector (counted up to {BACKLOG_CAP}).", waiting)
         yield GaugeMetricFamily("ilab_memory_embedding_backlog_oldest_seconds",
                                 "How long the oldest memory waiting for a vector has waited (0: none).",
-                                waiting.oldest_seconds or 0.0)
+                                oldest_seconds)
         yield GaugeMetricFamily("ilab_memory_sessions_expired_open",
                                 f"Sessions idle past the timeout that no sweep has closed (counted up to "
-                                f"{health.BACKLOG_CAP}).", health.expired_open(now=now, config=get_config()))
+                                f"{BACKLOG_CAP}).", expired_open)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -95,3 +95,17 @@ def test_metrics_off_records_nothing_and_serves_a_404(mem):
     assert timed_count("save", "facade") == saves
     response = APIClient().get(API + "metrics/")
     assert response.status_code == 404 and "METRICS" in response.json()["detail"]
+
+
+def test_registering_the_backlog_collector_reads_no_database(mem):
+    """The first counted call of a process registers the collector: it must not cost a save or a
+    search three reads of the backlog."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from prometheus_client import CollectorRegistry
+
+    from ilab_memory.metrics import BacklogCollector
+
+    with CaptureQueriesContext(connection) as ctx:
+        CollectorRegistry(auto_describe=True).register(BacklogCollector())  # as the global REGISTRY
+    assert ctx.captured_queries == []
