@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.conversations [--split dev|val] [--questions N] [--levels session,turn,whole]
     .venv/bin/python -m benchmarks.conversations --phases after-saves --levels session   # before the vectors only
     .venv/bin/python -m benchmarks.conversations --model minilm --questions 12 --json minilm.json
-    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-boost 1
+    .venv/bin/python -m benchmarks.conversations --types temporal-reasoning --levels session --period-weight 0
     DATABASE_URL=postgres://... .venv/bin/python -m benchmarks.conversations --questions 12
     .venv/bin/python -m benchmarks.conversations --compare before.json after.json
     .venv/bin/python -m benchmarks.conversations --agreement sqlite.json postgresql.json
@@ -446,8 +446,8 @@ def main(argv=None) -> int:
     parser.add_argument("--nonsense", type=int, default=6, help="random letter strings per user (0: none)")
     parser.add_argument("--unrelated", type=int, default=6, help="unrelated questions per user, at most (0: none)")
     parser.add_argument("--vector-cache", default=str(DEFAULT_CACHE), help="folder of the vector cache")
-    parser.add_argument("--period-boost", type=float,
-                        help="fusion.PERIOD_BOOST for this run (1.0: no boost; default: the library's)")
+    parser.add_argument("--period-weight", type=float,
+                        help="fusion.PERIOD_WEIGHT for this run (0: the period not counted; default: the library's)")
     parser.add_argument("--details", action="store_true", help="print each question ours misses")
     parser.add_argument("--json", help="write the report, with every question's metrics, to this file")
     parser.add_argument("--compare", nargs=2, metavar="RUN.json", help="paired differences of two runs' --json")
@@ -479,8 +479,8 @@ def main(argv=None) -> int:
     from ilab_memory.conf import get_config
     from ilab_memory.services.search import fusion
 
-    if args.period_boost is not None:
-        fusion.PERIOD_BOOST = args.period_boost
+    if args.period_weight is not None:
+        fusion.PERIOD_WEIGHT = args.period_weight
     embedder = model_embedder(args.model, args.vector_cache)
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
@@ -495,7 +495,7 @@ def main(argv=None) -> int:
         print(f"engine: {connection.vendor}   model: {embedder.model_id}   split: {args.split}"
               f"   phases: {', '.join(phases)}"
               f"   search budget: {config.SEARCH_EMBED_BUDGET} memories, {args.search_embed_ms} ms"
-              f"   period boost: {fusion.PERIOD_BOOST}")
+              f"   period weight: {fusion.PERIOD_WEIGHT}")
         for level in levels:
             subset = questions[: args.whole_questions] if level == "whole" else questions
             reports.append(run_level(level, subset, mem=mem, words=words, embedder=embedder, config=config,
@@ -506,7 +506,7 @@ def main(argv=None) -> int:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.json:
         report = {"engine": connection.vendor, "model": embedder.model_id, "split": args.split,
-                  "period_boost": fusion.PERIOD_BOOST, "phases": phases, "levels": reports}
+                  "period_weight": fusion.PERIOD_WEIGHT, "phases": phases, "levels": reports}
         Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
 

@@ -42,11 +42,25 @@ def test_rule_waiting_by_words():
     assert judge(waiting, HYBRID, without("waiting-by-words")).semantic == 0.0
 
 
-def test_rule_period_boost():
-    inside = evidence(relevance=5.0, coverage=0.5, cosine=0.84, in_period=True)
-    boosted, plain = judge(inside, HYBRID), judge(inside, HYBRID, without("period-boost"))
-    assert boosted.value == pytest.approx(min(1.0, plain.value * fusion.PERIOD_BOOST))
-    assert boosted.period == fusion.PERIOD_BOOST and plain.period == 1.0
+def test_rule_period():
+    named = HYBRID._replace(names_period=True)
+    inside = evidence(relevance=1.0, coverage=0.2, cosine=0.81, in_period=True)
+    outside = inside._replace(in_period=False)
+    counted, plain = judge(inside, named), judge(inside, named, without("period"))
+    assert counted.in_period and not plain.in_period
+    assert judge(outside, named).value < plain.value < counted.value  # out of the period weighs less
+    parts = fusion.LEXICAL_WEIGHT * counted.lexical + fusion.SEMANTIC_WEIGHT * counted.semantic
+    total = fusion.LEXICAL_WEIGHT + fusion.SEMANTIC_WEIGHT + fusion.PERIOD_WEIGHT
+    assert counted.value == pytest.approx((parts + fusion.PERIOD_WEIGHT) / total)
+    # A memory of the period with neither words nor meaning is a result by its period alone.
+    only_then = evidence(cosine=0.79, in_period=True)
+    assert judge(only_then, named).kind == "period" and judge(only_then, named).value > 0
+    assert judge(only_then, named, without("period")).kind is None
+    # A query that names no period is valued as before: the period's weight is not in it.
+    assert judge(inside, HYBRID).value == pytest.approx(plain.value)
+    words_only = Context(ENGINE, names_period=True)
+    assert judge(inside, words_only).value > judge(outside, words_only).value == pytest.approx(
+        judge(outside, Context(ENGINE)).value * fusion.LEXICAL_WEIGHT / (fusion.LEXICAL_WEIGHT + fusion.PERIOD_WEIGHT))
 
 
 def test_rule_weak_meaning():
@@ -82,7 +96,8 @@ def test_no_evidence_is_no_result():
 
 def test_value_lies_in_zero_one_and_ties_keep_their_order():
     best = evidence(relevance=1e9, all_terms=True, coverage=1.0, cosine=1.0, in_period=True)
-    assert judge(best, HYBRID).value == 1.0
+    for context in (HYBRID, HYBRID._replace(names_period=True), Context(ENGINE, names_period=True)):
+        assert judge(best, context).value == pytest.approx(1.0) and judge(best, context).value <= 1.0
     same = [(evidence(cosine=0.85), "first"), (evidence(cosine=0.85), "second")]
     assert [item for _, item in decide(same, HYBRID, limit=None)] == ["first", "second"]
     assert [item for _, item in decide(same, HYBRID, limit=1)] == ["first"]

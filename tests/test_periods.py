@@ -158,6 +158,7 @@ def test_digits_of_other_forms_are_read_or_left_without_error(query):
 SET = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "time_dev.json").read_text("utf-8"))
 ZONES = {user: info["time_zone"] for user, info in SET["users"].items()}
 HAPPENED = {m["key"]: in_zone(m["happened_at"], ZONES[m["user"]]) for m in SET["memories"]}
+TYPES = {m["key"]: m["type"] for m in SET["memories"]}
 
 
 @pytest.mark.parametrize("question", SET["questions"], ids=lambda q: q["query"])
@@ -165,12 +166,18 @@ def test_each_phrase_holds_its_answer_only_when_labelled_right(question):
     zone = ZoneInfo(ZONES[question["user"]])
     asked = in_zone(question["asked_at"], ZONES[question["user"]])
     period = read_period(question["query"], now=asked, time_zone=zone)
-    assert HAPPENED[question["answer"]] < asked
-    inside = period is not None and HAPPENED[question["answer"]] in period
+    answers = question.get("answers") or [question["answer"]]
+    assert all(HAPPENED[key] < asked for key in answers)
+    inside = period is not None and all(HAPPENED[key] in period for key in answers)
     assert inside == (question["reading"] == "right"), period
+    if question.get("kind") == "generic":  # every memory of the kind asked about in the period answers it
+        kind = TYPES[answers[0]]
+        assert {k for k, t in TYPES.items() if t == kind and k.startswith(question["user"] + "-")
+                and HAPPENED[k] in period} == set(answers)
 
 
 def test_the_set_has_both_languages_and_misleading_phrases():
     languages = {SET["users"][q["user"]]["language"] for q in SET["questions"]}
     assert languages == {"en", "es"}
     assert sum(q["reading"] == "wrong" for q in SET["questions"]) >= 20
+    assert sum(q.get("kind") == "generic" for q in SET["questions"]) >= 100

@@ -114,7 +114,7 @@ def test_a_date_phrase_is_read_in_the_time_zone_given_and_the_text_names_the_per
     assert f'Read "{period["phrase"]}" as {shown(start)} to {shown(end)}' in result.content[0].text
     for item in results:
         inside = start <= datetime.fromisoformat(item["happened_at"]) < end
-        assert (item["score"]["breakdown"]["period_boost"] > 1) == inside, item["title"]
+        assert item["score"]["breakdown"]["in_period"] == inside, item["title"]
     assert results[0]["title"] == "Chose the database"
 
 

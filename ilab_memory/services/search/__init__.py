@@ -185,7 +185,8 @@ def _decide(candidates: dict, meaning: semantic.Meaning, *, reach: Reach, engine
             in_period=period is not None and row.happened_at in period,
         ), row))
     evidence.sort(key=lambda pair: (reach.is_own(pair[1].scope), pair[1].updated_at, str(pair[1].id)), reverse=True)
-    context = fusion.Context(engine)
+    names_period = period is not None
+    context = fusion.Context(engine, names_period=names_period)
     if meaning.model_id is not None:
         model = meaning.calibration
         pool = fusion.CosinePool.of(cosines.values(), prior=None if model is None else (
@@ -194,5 +195,5 @@ def _decide(candidates: dict, meaning: semantic.Meaning, *, reach: Reach, engine
         null = None
         if any(fusion.may_be_weak(e) for e, _ in evidence):
             null = semantic.null(meaning, user_id=user_id, reach=reach, config=config, using=using)
-        context = fusion.Context(engine, pool, null)
+        context = fusion.Context(engine, pool, null, names_period)
     return fusion.decide(evidence, context, limit=limit)

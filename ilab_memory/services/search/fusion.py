@@ -7,7 +7,8 @@ while its vector has not arrived) and its age. ``decide`` judges each one on its
 then the list as a whole, by the rules of ``RULES`` in that order; each rule is named, has its
 unit test (tests/test_fusion.py) and its measured gain (docs/search.md).
 
-value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
+value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic [+ PERIOD_WEIGHT × in_period]) × recency
+        / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT [+ PERIOD_WEIGHT])
 
   lexical   COVERAGE_SHARE × coverage plus the rest of one by the relevance:
             (1 − COVERAGE_SHARE) × relevance / (relevance + LEXICAL_HALF), on one absolute
@@ -15,10 +16,14 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency / (
   semantic  standing / STANDING_SPAN within [0, 1]: how many standard deviations the memory's
             cosine lies above the query's pool (its POOL_SIZE nearest memories and one imagined
             unrelated memory, the model's ``calibration``).
+  in_period 1 when the memory happened in the period a date phrase of the query names, else 0;
+            the bracketed parts count only for a query that names one ("what did we decide
+            last week?"): there the period is evidence beside words and meaning, and a memory
+            of that period is a result even when neither its words nor its meaning are near.
   recency   a gentle tie-breaker (``recency_factor``).
 
-Words only (no embedder), the value is ``lexical × recency``. The value lies in [0, 1] and means
-the same for every query of one configuration.
+Words only (no embedder), the semantic part is left out. The value lies in [0, 1] and means the
+same for every query of one configuration.
 
 A result is **weak** when the search reads meaning and neither its words nor its meaning are
 enough: it holds less than WORDS_ENOUGH of the query's weighted words and its cosine does not
@@ -47,8 +52,9 @@ LEXICAL_HALF = {"sqlite-fts5-bm25": 10.0, "postgresql-ts_rank": 8.0}
 RECENCY_FLOOR = 0.75
 RECENCY_HALF_LIFE_DAYS = 30.0
 
-# What happened in the period a query names, against what did not.
-PERIOD_BOOST = 1.5
+# The weight of having happened in the period a query names, beside words and meaning: a
+# question that is mostly its date ("¿qué decidimos la semana pasada?") is answered by its period.
+PERIOD_WEIGHT = 0.5
 
 POOL_SIZE = 20
 STANDING_SPAN = 3.0
@@ -65,7 +71,7 @@ WEAK_CAP = 5
 RULES = {
     "exact-match": "a memory holding every term of the query has semantic 1: no vector sinks an exact match",
     "waiting-by-words": "a memory whose vector has not arrived has its lexical part as its semantic part",
-    "period-boost": "a memory that happened in the period the query names is worth PERIOD_BOOST times more",
+    "period": "a memory that happened in the period the query names has it as evidence, weighing PERIOD_WEIGHT",
     "weak-meaning": "a result with neither WORDS_ENOUGH of the words nor a cosine above the user's null is weak",
     "weak-cap": "at most WEAK_CAP weak results",
 }
@@ -123,9 +129,9 @@ class Judged(NamedTuple):
     standing: float | None
     semantic: float
     value: float
-    kind: str | None  # "words", "meaning", "words+meaning"; None: no evidence, not a result
+    kind: str | None  # "words", "meaning", "words+meaning", "period"; None: no evidence, not a result
     weak: bool
-    period: float = 1.0  # PERIOD_BOOST when it happened in the period the query names
+    in_period: bool = False  # it happened in the period the query names, and that counted
 
     def score(self, *, engine: str, mode: str, terms: int, model_id: str | None, scope: str,
               period: dict | None = None) -> SearchScore:
@@ -135,23 +141,28 @@ class Judged(NamedTuple):
             "coverage": e.coverage, "lexical": self.lexical, "recency": e.recency, "scope": scope,
             "evidence": self.kind, "weak": self.weak,
         }
-        if period is not None:  # the period the query named, as read, and this memory's factor
-            breakdown.update(period=period, period_boost=self.period)
+        weights = {"lexical": LEXICAL_WEIGHT}
+        if period is not None:  # the period the query named, as read, and whether this memory is in it
+            breakdown.update(period=period, in_period=self.in_period)
+            weights["period"] = PERIOD_WEIGHT
         if model_id is not None:
+            weights["semantic"] = SEMANTIC_WEIGHT
             breakdown.update(
                 model=model_id, vector=e.cosine is not None, cosine=e.cosine, standing=self.standing,
-                semantic=self.semantic, weights={"lexical": LEXICAL_WEIGHT, "semantic": SEMANTIC_WEIGHT},
+                semantic=self.semantic, weights=weights,
             )
         return SearchScore(value=self.value, breakdown=breakdown)
 
 
 class Context(NamedTuple):
-    """What the whole query brings: the engine, the pool of its cosines (None: words only) and
-    the user's null (None: not known, every result found by meaning alone is weak)."""
+    """What the whole query brings: the engine, the pool of its cosines (None: words only), the
+    user's null (None: not known, every result found by meaning alone is weak) and whether it
+    names a period."""
 
     engine: str
     pool: CosinePool | None = None
     null: float | None = None
+    names_period: bool = False
 
 
 def lexical_part(engine: str, relevance: float | None, coverage: float) -> float:
@@ -165,12 +176,14 @@ def judge(e: Evidence, context: Context, rules=None) -> Judged:
     """One candidate on its own evidence (the per-candidate rules)."""
     rules = ACTIVE if rules is None else rules
     lexical = lexical_part(context.engine, e.relevance, e.coverage)
-    pool = context.pool
     words = e.relevance is not None  # a term, a word of a phrase or a prefix of the fallback held
-    period = PERIOD_BOOST if e.in_period and "period-boost" in rules else 1.0
+    period_weight = PERIOD_WEIGHT if context.names_period and "period" in rules else 0.0
+    in_period = period_weight > 0 and e.in_period
+    pool = context.pool
     if pool is None:
-        value = min(1.0, lexical * e.recency * period)
-        return Judged(e, lexical, None, 0.0, value, "words" if words else None, False, period)
+        value = (LEXICAL_WEIGHT * lexical + period_weight * in_period) * e.recency / (LEXICAL_WEIGHT + period_weight)
+        kind = "words" if words else "period" if in_period else None
+        return Judged(e, lexical, None, 0.0, value, kind, False, in_period)
     standing = pool.standing(e.cosine)
     if e.cosine is None:
         semantic = lexical if "waiting-by-words" in rules else 0.0
@@ -178,11 +191,12 @@ def judge(e: Evidence, context: Context, rules=None) -> Judged:
         semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
     if e.all_terms and "exact-match" in rules:
         semantic = 1.0
-    value = (LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * e.recency / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT)
-    value = min(1.0, value * period)
+    value = ((LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic + period_weight * in_period) * e.recency
+             / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT + period_weight))
     meaning = standing is not None and standing > 0
-    kind = "words+meaning" if words and meaning else "words" if words else "meaning" if meaning else None
-    return Judged(e, lexical, standing, semantic, value, kind, _is_weak(e, context, rules), period)
+    kind = ("words+meaning" if words and meaning else "words" if words else "meaning" if meaning
+            else "period" if in_period else None)
+    return Judged(e, lexical, standing, semantic, value, kind, _is_weak(e, context, rules), in_period)
 
 
 def may_be_weak(e: Evidence, rules=None) -> bool:

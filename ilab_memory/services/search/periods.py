@@ -2,7 +2,7 @@
 
 ``read_period`` finds the first date phrase of a query, English or Spanish, and returns the
 calendar period it names in the user's time zone: a day, a Monday-start week, a month or a year.
-Search uses it as a ranking boost, never as a filter, so a wrong reading costs order, not answers.
+Search weighs it as evidence, never as a filter, so a wrong reading costs order, not answers.
 
 The reading is dateparser's (``DateDataParser.get_date_data``: a date and its period). What is
 ours is where to look and what to refuse, both taken from dateparser's own English and Spanish
