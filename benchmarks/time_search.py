@@ -96,9 +96,14 @@ def rank_of(results, answer_ids: list[str]) -> int:
     return min((ids.index(answer) + 1 for answer in answer_ids if answer in ids), default=MISS)
 
 
-def period_of(results) -> dict | None:
-    """The period the search read in the query (the same in every result's breakdown)."""
-    return results[0].score.breakdown.get("period") if results else None
+def period_of(query: str, *, now: datetime, zone: str) -> dict | None:
+    """The period search reads in ``query`` asked at ``now`` in ``zone`` (as its breakdown says it;
+    read here, since a search that finds nothing has no breakdown)."""
+    from ilab_memory.services.search.periods import read_period
+
+    period = read_period(query, now=now, time_zone=ZoneInfo(zone))
+    return None if period is None else {"phrase": period.phrase, "start": period.start.isoformat(),
+                                        "end": period.end.isoformat()}
 
 
 def replay(data: dict, *, saving: str, facades: dict, weights: list[float], config) -> list[dict]:
@@ -135,7 +140,8 @@ def replay(data: dict, *, saving: str, facades: dict, weights: list[float], conf
                     rows.append({"saving": saving, "mode": mode, "weight": weight, "question": question,
                                  "language": language[item["user"]], "reading": item["reading"],
                                  "kind": item.get("kind", "topic"), "query": item["query"],
-                                 "answers": answers_of(item), "period": period_of(results),
+                                 "answers": answers_of(item),
+                                 "period": period_of(item["query"], now=moment, zone=zones[item["user"]]),
                                  "rank": rank_of(results, [ids[key] for key in answers_of(item)])})
     finally:
         fusion.PERIOD_WEIGHT = chosen
