@@ -56,6 +56,11 @@ def test_rule_period():
     only_then = evidence(cosine=0.79, in_period=True)
     assert judge(only_then, named).kind == "period" and judge(only_then, named).value > 0
     assert judge(only_then, named, without("period")).kind is None
+    # Recency scales words and meaning, not the period: a period every candidate shares keeps their order.
+    older, newer = inside._replace(recency=0.8, cosine=0.84), inside._replace(recency=1.0)
+    both = fusion.LEXICAL_WEIGHT + fusion.SEMANTIC_WEIGHT
+    assert judge(older, named).value - judge(newer, named).value == pytest.approx(
+        (judge(older, HYBRID).value - judge(newer, HYBRID).value) * both / (both + fusion.PERIOD_WEIGHT))
     # A query that names no period is valued as before: the period's weight is not in it.
     assert judge(inside, HYBRID).value == pytest.approx(plain.value)
     words_only = Context(ENGINE, names_period=True)

@@ -7,7 +7,7 @@ while its vector has not arrived) and its age. ``decide`` judges each one on its
 then the list as a whole, by the rules of ``RULES`` in that order; each rule is named, has its
 unit test (tests/test_fusion.py) and its measured gain (docs/search.md).
 
-value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic [+ PERIOD_WEIGHT × in_period]) × recency
+value = ((LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic) × recency [+ PERIOD_WEIGHT × in_period])
         / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT [+ PERIOD_WEIGHT])
 
   lexical   COVERAGE_SHARE × coverage plus the rest of one by the relevance:
@@ -16,11 +16,13 @@ value = (LEXICAL_WEIGHT × lexical + SEMANTIC_WEIGHT × semantic [+ PERIOD_WEIGH
   semantic  standing / STANDING_SPAN within [0, 1]: how many standard deviations the memory's
             cosine lies above the query's pool (its POOL_SIZE nearest memories and one imagined
             unrelated memory, the model's ``calibration``).
+  recency   a gentle tie-breaker (``recency_factor``).
   in_period 1 when the memory happened in the period a date phrase of the query names, else 0;
             the bracketed parts count only for a query that names one ("what did we decide
             last week?"): there the period is evidence beside words and meaning, and a memory
             of that period is a result even when neither its words nor its meaning are near.
-  recency   a gentle tie-breaker (``recency_factor``).
+            Recency does not scale it: a period every candidate shares ("this year", in a
+            year-old memory) must not reorder them.
 
 Words only (no embedder), the semantic part is left out. The value lies in [0, 1] and means the
 same for every query of one configuration.
@@ -181,7 +183,7 @@ def judge(e: Evidence, context: Context, rules=None) -> Judged:
     in_period = period_weight > 0 and e.in_period
     pool = context.pool
     if pool is None:
-        value = (LEXICAL_WEIGHT * lexical + period_weight * in_period) * e.recency / (LEXICAL_WEIGHT + period_weight)
+        value = (LEXICAL_WEIGHT * lexical * e.recency + period_weight * in_period) / (LEXICAL_WEIGHT + period_weight)
         kind = "words" if words else "period" if in_period else None
         return Judged(e, lexical, None, 0.0, value, kind, False, in_period)
     standing = pool.standing(e.cosine)
@@ -191,7 +193,7 @@ def judge(e: Evidence, context: Context, rules=None) -> Judged:
         semantic = 0.0 if standing is None else min(1.0, max(0.0, standing / STANDING_SPAN))
     if e.all_terms and "exact-match" in rules:
         semantic = 1.0
-    value = ((LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic + period_weight * in_period) * e.recency
+    value = (((LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic) * e.recency + period_weight * in_period)
              / (LEXICAL_WEIGHT + SEMANTIC_WEIGHT + period_weight))
     meaning = standing is not None and standing > 0
     kind = ("words+meaning" if words and meaning else "words" if words else "meaning" if meaning
