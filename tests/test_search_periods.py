@@ -13,7 +13,7 @@ MEMORIES = [  # (days before NOW, title, content, type)
     (9, "Moved to PostgreSQL", "We decided to move the database to PostgreSQL.", "decision"),
     (30, "Background work on Celery", "We decided to run background work on Celery.", "decision"),
     (60, "Retire the v1 API", "We decided to retire the v1 API by spring.", "decision"),
-    (1, "Login loop on Safari", "Users on Safari get stuck in a login loop; the SameSite cookie is the cause.", "bugfix"),
+    (1, "Login loop on Safari", "Users on Safari get stuck in a login loop; a SameSite cookie is the cause.", "bugfix"),
     (40, "Export worker leaks memory", "The export worker leaks memory on reports over 10k rows.", "bugfix"),
     (2, "Lunch with Priya", "Talked about her move to the billing team over ramen.", "manual"),
     (20, "Standup moved", "The daily standup is now at 9:45 for the West Coast folks.", "manual"),
