@@ -8,6 +8,8 @@ import pytest
 from ilab_memory.services.search import fusion
 from ilab_memory.services.search.fusion import Context, CosinePool, Evidence, decide, judge
 
+pytestmark = pytest.mark.engine_independent
+
 ENGINE = "sqlite-fts5-bm25"
 POOL = CosinePool(mean=0.80, deviation=0.02)  # standing = (cosine - 0.80) / 0.02
 NULL = 0.84
