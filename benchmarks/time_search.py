@@ -132,6 +132,7 @@ def replay(data: dict, *, saving: str, facades: dict, weights: list[float], conf
             if "hybrid" in facades:
                 embed_waiting(config=config)
             user, question = f"{saving}-{item['user']}", f"{item['user']} {item['asked_at']} {item['query']}"
+            answers, period = answers_of(item), period_of(item["query"], now=moment, zone=zones[item["user"]])
             for mode, facade in facades.items():
                 for weight in weights:
                     fusion.PERIOD_WEIGHT = weight
@@ -140,9 +141,8 @@ def replay(data: dict, *, saving: str, facades: dict, weights: list[float], conf
                     rows.append({"saving": saving, "mode": mode, "weight": weight, "question": question,
                                  "language": language[item["user"]], "reading": item["reading"],
                                  "kind": item.get("kind", "topic"), "query": item["query"],
-                                 "answers": answers_of(item),
-                                 "period": period_of(item["query"], now=moment, zone=zones[item["user"]]),
-                                 "rank": rank_of(results, [ids[key] for key in answers_of(item)])})
+                                 "answers": answers, "period": period,
+                                 "rank": rank_of(results, [ids[key] for key in answers])})
     finally:
         fusion.PERIOD_WEIGHT = chosen
     return rows
@@ -169,16 +169,16 @@ def check_readings(data: dict, rows: list[dict]) -> list[str]:
     return problems
 
 
+def reciprocal(rank: int) -> float:
+    return 1 / rank if rank <= RANKED else 0.0
+
+
 def summarize(rows: list[dict]) -> dict:
     ranks = [row["rank"] for row in rows]
     n = len(ranks)
-    return {"n": n, "mean_rank": sum(ranks) / n, "mrr": sum(1 / r if r <= RANKED else 0 for r in ranks) / n,
+    return {"n": n, "mean_rank": sum(ranks) / n, "mrr": sum(map(reciprocal, ranks)) / n,
             "hit@1": sum(r <= 1 for r in ranks) / n, "hit@5": sum(r <= 5 for r in ranks) / n,
             "hit@10": sum(r <= 10 for r in ranks) / n}
-
-
-def reciprocal(rank: int) -> float:
-    return 1 / rank if rank <= RANKED else 0.0
 
 
 def report(rows: list[dict], *, library: float) -> dict:

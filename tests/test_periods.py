@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.time_search import answers_of
 from benchmarks.time_search import local as in_zone
 from ilab_memory.services.search.periods import Period, read_period
 
@@ -166,7 +167,7 @@ def test_each_phrase_holds_its_answer_only_when_labelled_right(question):
     zone = ZoneInfo(ZONES[question["user"]])
     asked = in_zone(question["asked_at"], ZONES[question["user"]])
     period = read_period(question["query"], now=asked, time_zone=zone)
-    answers = question.get("answers") or [question["answer"]]
+    answers = answers_of(question)
     assert all(HAPPENED[key] < asked for key in answers)
     inside = period is not None and all(HAPPENED[key] in period for key in answers)
     assert inside == (question["reading"] == "right"), period
